@@ -1,0 +1,194 @@
+package engine
+
+import (
+	"encoding/json"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/registry"
+)
+
+// Bootstrap is gRPC's xDS bootstrap configuration (gRFC A27, A47, A71,
+// A95), parsed. The same file serves gRPC and this engine. Build one with
+// [ParseBootstrap] or [BootstrapFromEnv], or fill it in code.
+type Bootstrap struct {
+	// Servers is the top-level "xds_servers" list, in priority order
+	// (gRFC A71: the first is the primary, the others are fallbacks).
+	Servers []ServerConfig
+	// Node identifies this client to the servers ("node").
+	Node Node
+	// Authorities maps an xdstp:// authority to its servers (gRFC A47).
+	Authorities map[string]Authority
+	// ClientDefaultListenerResourceNameTemplate turns a data plane target
+	// without an authority into a Listener name (gRFC A47); "%s" is
+	// replaced by the target. Empty means the target itself.
+	ClientDefaultListenerResourceNameTemplate string
+	// ServerListenerResourceNameTemplate is kept for gRPC servers; this
+	// engine does not use it.
+	ServerListenerResourceNameTemplate string
+	// CertificateProviders is "certificate_providers", kept as parsed and
+	// not used by the engine.
+	CertificateProviders map[string]CertificateProvider
+}
+
+// ServerConfig is one entry of an "xds_servers" list.
+type ServerConfig struct {
+	// URI is "server_uri", a gRPC target such as "xds.example.com:443".
+	URI string
+	// ChannelCreds is the "channel_creds" list as written. The transport
+	// uses the first type it supports: "insecure" or "tls".
+	ChannelCreds []ChannelCreds
+	// ServerFeatures is the "server_features" list as written. The engine
+	// resolves the names against [features.Builtin] and Config.Features.
+	ServerFeatures []string
+}
+
+// InsecureServer is a ServerConfig for uri with insecure credentials, for
+// loopback management servers and tests.
+func InsecureServer(uri string, serverFeatures ...string) ServerConfig {
+	return ServerConfig{URI: uri, ChannelCreds: []ChannelCreds{{Type: "insecure"}}, ServerFeatures: serverFeatures}
+}
+
+// String returns the server URI.
+func (s ServerConfig) String() string { return s.URI }
+
+// key identifies a server for stream sharing: two authorities that list
+// equal servers share one ADS stream.
+func (s ServerConfig) key() string {
+	var b strings.Builder
+	b.WriteString(s.URI)
+	for _, c := range s.ChannelCreds {
+		b.WriteString("\x00c:")
+		b.WriteString(c.Type)
+		b.WriteByte(':')
+		b.Write(c.Config)
+	}
+	for _, f := range s.ServerFeatures {
+		b.WriteString("\x00f:")
+		b.WriteString(f)
+	}
+	return b.String()
+}
+
+// ChannelCreds is one entry of "channel_creds".
+type ChannelCreds struct {
+	Type   string          // "insecure", "tls", "google_default", ...
+	Config json.RawMessage // the type's "config" object, or nil
+}
+
+// Authority is one entry of "authorities" (gRFC A47).
+type Authority struct {
+	// Servers is the authority's "xds_servers"; empty means the top-level
+	// list.
+	Servers []ServerConfig
+	// ClientListenerResourceNameTemplate turns a target into this
+	// authority's Listener name; it must start with
+	// "xdstp://<authority>/". Empty means
+	// "xdstp://<authority>/envoy.config.listener.v3.Listener/%s".
+	ClientListenerResourceNameTemplate string
+	// FallbackOnReachabilityOnly makes the authority fall back to its next
+	// server whenever the current one is unreachable, even with every
+	// resource cached (gRFC A95).
+	FallbackOnReachabilityOnly bool
+}
+
+// Node is the "node" object: who this client is. The engine adds the user
+// agent and client features itself.
+type Node struct {
+	ID       string
+	Cluster  string
+	Locality Locality
+	Metadata *structpb.Struct
+}
+
+// Locality is the node's locality.
+type Locality struct {
+	Region, Zone, SubZone string
+}
+
+// CertificateProvider is one entry of "certificate_providers".
+type CertificateProvider struct {
+	PluginName string
+	Config     json.RawMessage
+}
+
+// Switches are gRPC's temporary environment variable guards. Each feature
+// is on unless its switch is set.
+type Switches struct {
+	// DisableFallback: GRPC_EXPERIMENTAL_XDS_FALLBACK=false; only the
+	// first server of each list is used (gRFC A71).
+	DisableFallback bool
+	// DisableDataErrorHandling: GRPC_EXPERIMENTAL_XDS_DATA_ERROR_HANDLING=false;
+	// TP3 errors are ignored, fail_on_data_errors and
+	// resource_timer_is_transient_error have no effect, and LDS/CDS
+	// deletions drop the cached resource unless ignore_resource_deletion
+	// is set (behaviour before gRFC A88).
+	DisableDataErrorHandling bool
+	// DisableEndpointFallback: GRPC_EXPERIMENTAL_XDS_ENDPOINT_FALLBACK=false;
+	// fallback_on_reachability_only is ignored and LEDS is not advertised
+	// (gRFC A95).
+	DisableEndpointFallback bool
+}
+
+// Environment variable names read by [SwitchesFromEnv].
+const (
+	EnvFallback          = "GRPC_EXPERIMENTAL_XDS_FALLBACK"
+	EnvDataErrorHandling = "GRPC_EXPERIMENTAL_XDS_DATA_ERROR_HANDLING"
+	EnvEndpointFallback  = "GRPC_EXPERIMENTAL_XDS_ENDPOINT_FALLBACK"
+)
+
+// SwitchesFromEnv reads the switches from the environment: a variable
+// disables its feature only when it is "false" (any case).
+func SwitchesFromEnv() Switches {
+	off := func(name string) bool { return strings.EqualFold(strings.TrimSpace(os.Getenv(name)), "false") }
+	return Switches{
+		DisableFallback:          off(EnvFallback),
+		DisableDataErrorHandling: off(EnvDataErrorHandling),
+		DisableEndpointFallback:  off(EnvEndpointFallback),
+	}
+}
+
+// Config configures an Engine. The engine does not modify it; a Config may
+// be reused.
+type Config struct {
+	// Bootstrap holds the servers, node and authorities. Required: at
+	// least one server.
+	Bootstrap Bootstrap
+	// Registry holds the resource types this engine can watch. Required.
+	Registry *registry.Registry
+	// Features are server features of the user's own, resolved by name
+	// against the bootstrap's "server_features" together with
+	// [features.Builtin]; on a name clash these win.
+	Features []features.ServerFeature
+	// Transport reaches the servers. Nil means gRPC with the credentials
+	// the bootstrap names.
+	Transport TransportBuilder
+	// Clock drives every timer. Nil means the real clock.
+	Clock Clock
+	// ResourceTimeout overrides the does-not-exist timer's length. Zero
+	// means 15 s, or what the server's features say (30 s with
+	// resource_timer_is_transient_error).
+	ResourceTimeout time.Duration
+	// Backoff returns the delay before the n-th consecutive retry of an
+	// ADS stream that failed without a response (n starts at 0). Nil
+	// means gRPC's connection backoff: 1 s, ×1.6, ±20 % jitter, at most
+	// 120 s.
+	Backoff func(n int) time.Duration
+	// Logger receives the engine's logs. Nil discards them.
+	Logger *slog.Logger
+	// Switches pins the environment switches; nil reads them from the
+	// environment with [SwitchesFromEnv] when New runs.
+	Switches *Switches
+	// Target is the data plane target this engine serves, used as CSDS
+	// client_scope and the grpc.target metric label. May be empty.
+	Target string
+	// UserAgentName and UserAgentVersion go into the node of the first
+	// request of each stream. Empty means "xdsengine" and the module
+	// version.
+	UserAgentName, UserAgentVersion string
+}

@@ -1,0 +1,278 @@
+package registry
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/xdsengine/xdsengine/features"
+)
+
+// Resource is a decoded, validated resource. It is immutable once a
+// decoder returns it: the engine hands the same value to every watcher.
+type Resource any
+
+// Equaler is implemented by resources that know when two versions mean the
+// same thing. Without it the engine compares serialized bytes.
+type Equaler interface {
+	Equal(other Resource) bool
+}
+
+// ResourceType describes one xDS resource type.
+type ResourceType struct {
+	// TypeURL is the type URL of the resource's message, e.g.
+	// "type.googleapis.com/envoy.config.listener.v3.Listener".
+	TypeURL string
+	// Name is a short name for logs, errors and metrics, e.g. "Listener".
+	// Empty means the last element of TypeURL.
+	Name string
+	// AllResourcesRequiredInSotW says that a SotW response carries every
+	// subscribed resource of the type, so a resource missing from a
+	// response has been deleted (LDS and CDS).
+	AllResourcesRequiredInSotW bool
+	// Decoder is required.
+	Decoder Decoder
+	// Validator is optional.
+	Validator Validator
+	// Dependencies is optional.
+	Dependencies DependencyExtractor
+}
+
+// ShortName returns Name, or the message name of TypeURL when Name is empty.
+func (t ResourceType) ShortName() string {
+	if t.Name != "" {
+		return t.Name
+	}
+	n := t.TypeURL[strings.LastIndexByte(t.TypeURL, '/')+1:]
+	return n[strings.LastIndexByte(n, '.')+1:]
+}
+
+// ServerInfo tells a decoder or validator which xDS server sent the bytes.
+type ServerInfo struct {
+	URI      string
+	Features features.Set
+}
+
+// DecodeOptions is what a decoder and a validator learn besides the bytes.
+type DecodeOptions struct {
+	// WrapperName is the name of the envoy.service.discovery.v3.Resource
+	// wrapper the resource arrived in, or "". Types whose message carries
+	// no name (LbEndpointCollection) use it.
+	WrapperName string
+	// Server is the server the resource came from.
+	Server ServerInfo
+}
+
+// DecodeResult is a decoder's output.
+type DecodeResult struct {
+	// Name is the resource's name. Set it even when returning an error if
+	// the bytes got far enough to tell it.
+	Name string
+	// Resource is the decoded value; nil with an error.
+	Resource Resource
+}
+
+// Decoder turns the serialized bytes of one resource into a Resource.
+type Decoder interface {
+	Decode(raw []byte, opts DecodeOptions) (DecodeResult, error)
+}
+
+// Validator checks a decoded resource. Its error should name the field and
+// the rule; several problems are best returned together (errors.Join or
+// go-multierror) so one NACK lists them all.
+type Validator interface {
+	Validate(r Resource, opts DecodeOptions) error
+}
+
+// DependencyExtractor names the resources a resource refers to.
+type DependencyExtractor interface {
+	Dependencies(r Resource) []Ref
+}
+
+// Ref names one resource of one type.
+type Ref struct {
+	TypeURL string
+	Name    string
+}
+
+func (r Ref) String() string { return r.TypeURL + "/" + r.Name }
+
+// DecoderFunc adapts a function to a Decoder.
+type DecoderFunc func(raw []byte, opts DecodeOptions) (DecodeResult, error)
+
+// Decode calls f.
+func (f DecoderFunc) Decode(raw []byte, opts DecodeOptions) (DecodeResult, error) {
+	return f(raw, opts)
+}
+
+// ValidatorFunc adapts a function to a Validator.
+type ValidatorFunc func(r Resource, opts DecodeOptions) error
+
+// Validate calls f.
+func (f ValidatorFunc) Validate(r Resource, opts DecodeOptions) error { return f(r, opts) }
+
+// DependencyFunc adapts a function to a DependencyExtractor.
+type DependencyFunc func(r Resource) []Ref
+
+// Dependencies calls f.
+func (f DependencyFunc) Dependencies(r Resource) []Ref { return f(r) }
+
+// Decode runs the type's decoder and then its validator. The result's name
+// falls back to opts.WrapperName when the decoder found none. A panic in
+// the decoder or validator is turned into an error, so one bad plugin
+// cannot take the engine down.
+func (t ResourceType) Decode(raw []byte, opts DecodeOptions) (res DecodeResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res.Resource = nil
+			err = fmt.Errorf("%s decoder panicked: %v", t.ShortName(), p)
+		}
+		if res.Name == "" {
+			res.Name = opts.WrapperName
+		}
+	}()
+	res, err = t.Decoder.Decode(raw, opts)
+	if err != nil {
+		res.Resource = nil
+		return res, err
+	}
+	if res.Resource == nil {
+		return res, errors.New("decoder returned no resource")
+	}
+	if t.Validator != nil {
+		if err := t.Validator.Validate(res.Resource, opts); err != nil {
+			res.Resource = nil
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// Refs returns the resources r depends on, or nil when the type has no
+// dependency extractor.
+func (t ResourceType) Refs(r Resource) []Ref {
+	if t.Dependencies == nil || r == nil {
+		return nil
+	}
+	return t.Dependencies.Dependencies(r)
+}
+
+// Errors New and With return, wrapped in a *TypeError.
+var (
+	ErrEmptyTypeURL  = errors.New("empty type URL")
+	ErrBadTypeURL    = errors.New("type URL must have the form <host>/<message name>")
+	ErrNilDecoder    = errors.New("nil decoder")
+	ErrDuplicateType = errors.New("type URL registered twice")
+	ErrUnknownType   = errors.New("resource type not registered")
+)
+
+// TypeError says which entry of a registry is wrong.
+type TypeError struct {
+	Index   int    // position in the arguments of New or With
+	TypeURL string // the entry's type URL, possibly empty
+	Err     error  // one of the Err values of this package
+}
+
+func (e *TypeError) Error() string {
+	if e.TypeURL == "" {
+		return fmt.Sprintf("registry: resource type #%d: %v", e.Index, e.Err)
+	}
+	return fmt.Sprintf("registry: resource type #%d (%s): %v", e.Index, e.TypeURL, e.Err)
+}
+
+func (e *TypeError) Unwrap() error { return e.Err }
+
+// Registry is an immutable set of resource types keyed by type URL.
+// It is safe for concurrent use.
+type Registry struct {
+	types map[string]ResourceType
+	urls  []string
+}
+
+// New builds a registry. It rejects an empty or malformed type URL, a nil
+// decoder and a type URL given twice.
+func New(types ...ResourceType) (*Registry, error) {
+	r := &Registry{types: make(map[string]ResourceType, len(types))}
+	if err := r.add(0, types); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// MustNew is New for package-level values and tests; it panics on error.
+func MustNew(types ...ResourceType) *Registry {
+	r, err := New(types...)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// With returns a new registry holding r's types and the given ones; r is
+// unchanged. Re-registering a type URL of r is an error.
+func (r *Registry) With(types ...ResourceType) (*Registry, error) {
+	n := &Registry{types: make(map[string]ResourceType, len(r.types)+len(types))}
+	for url, t := range r.types {
+		n.types[url] = t
+	}
+	n.urls = slices.Clone(r.urls)
+	if err := n.add(len(r.urls), types); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func (r *Registry) add(base int, types []ResourceType) error {
+	for i, t := range types {
+		idx := base + i
+		switch {
+		case t.TypeURL == "":
+			return &TypeError{Index: idx, Err: ErrEmptyTypeURL}
+		case !validTypeURL(t.TypeURL):
+			return &TypeError{Index: idx, TypeURL: t.TypeURL, Err: ErrBadTypeURL}
+		case t.Decoder == nil:
+			return &TypeError{Index: idx, TypeURL: t.TypeURL, Err: ErrNilDecoder}
+		}
+		if _, dup := r.types[t.TypeURL]; dup {
+			return &TypeError{Index: idx, TypeURL: t.TypeURL, Err: ErrDuplicateType}
+		}
+		r.types[t.TypeURL] = t
+		r.urls = append(r.urls, t.TypeURL)
+	}
+	slices.Sort(r.urls)
+	return nil
+}
+
+func validTypeURL(u string) bool {
+	i := strings.LastIndexByte(u, '/')
+	if i <= 0 || i == len(u)-1 {
+		return false
+	}
+	return !strings.ContainsAny(u, " \t\r\n")
+}
+
+// Lookup returns the type registered under typeURL.
+func (r *Registry) Lookup(typeURL string) (ResourceType, bool) {
+	if r == nil {
+		return ResourceType{}, false
+	}
+	t, ok := r.types[typeURL]
+	return t, ok
+}
+
+// TypeURLs returns the registered type URLs, sorted.
+func (r *Registry) TypeURLs() []string {
+	if r == nil {
+		return nil
+	}
+	return slices.Clone(r.urls)
+}
+
+// Len returns the number of registered types.
+func (r *Registry) Len() int {
+	if r == nil {
+		return 0
+	}
+	return len(r.urls)
+}

@@ -1,0 +1,164 @@
+package registrytest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xdsengine/xdsengine/registry"
+)
+
+// Case is one input the type must handle.
+type Case struct {
+	// Name names the subtest.
+	Name string
+	// Message is the resource to serialize; Raw is used instead when set.
+	Message proto.Message
+	Raw     []byte
+	// Options are passed to the decoder and validator.
+	Options registry.DecodeOptions
+	// WantName is the name the decoder must report, valid or not.
+	WantName string
+	// WantErr, when set, says decoding or validation must fail with an
+	// error whose text contains each of its "|"-separated parts. Empty
+	// means the resource must be valid.
+	WantErr string
+	// WantDeps, when non-nil, are the dependencies a valid resource must
+	// report, in any order.
+	WantDeps []registry.Ref
+}
+
+// Run runs the conformance checks for rt over cases. It needs at least one
+// valid case to check dependencies and equality.
+func Run(t *testing.T, rt registry.ResourceType, cases []Case) {
+	t.Helper()
+	if _, err := registry.New(rt); err != nil {
+		t.Fatalf("registry.New(%s) = %v, want a valid descriptor", rt.TypeURL, err)
+	}
+	var corpus [][]byte
+	for _, c := range cases {
+		raw := c.Raw
+		if raw == nil && c.Message != nil {
+			var err error
+			raw, err = proto.MarshalOptions{Deterministic: true}.Marshal(c.Message)
+			if err != nil {
+				t.Fatalf("case %q: marshal: %v", c.Name, err)
+			}
+		}
+		corpus = append(corpus, raw)
+		t.Run(c.Name, func(t *testing.T) { runCase(t, rt, c, raw) })
+	}
+	t.Run("garbage", func(t *testing.T) { runGarbage(t, rt, corpus) })
+}
+
+func runCase(t *testing.T, rt registry.ResourceType, c Case, raw []byte) {
+	res, err := rt.Decode(raw, c.Options)
+	if res.Name != c.WantName {
+		t.Errorf("Decode name = %q, want %q (the name must be reported even when validation fails; err = %v)", res.Name, c.WantName, err)
+	}
+	if c.WantErr != "" {
+		if err == nil {
+			t.Fatalf("Decode = valid resource, want error containing %q", c.WantErr)
+		}
+		for _, part := range strings.Split(c.WantErr, "|") {
+			if !strings.Contains(err.Error(), part) {
+				t.Errorf("Decode error = %q, want it to contain %q", err, part)
+			}
+		}
+		if res.Resource != nil {
+			t.Errorf("Decode returned a resource with error %v", err)
+		}
+	} else if err != nil {
+		t.Fatalf("Decode error = %v, want a valid resource", err)
+	}
+
+	res2, err2 := rt.Decode(raw, c.Options)
+	if res2.Name != res.Name || errString(err2) != errString(err) {
+		t.Errorf("Decode is not deterministic: (%q, %v) then (%q, %v)", res.Name, err, res2.Name, err2)
+	}
+	if err != nil {
+		return
+	}
+	if eq, ok := res.Resource.(registry.Equaler); ok {
+		if !eq.Equal(res.Resource) {
+			t.Errorf("Equal is not reflexive for %q", c.Name)
+		}
+		if !eq.Equal(res2.Resource) {
+			t.Errorf("two decodings of the same bytes are not Equal for %q", c.Name)
+		}
+	}
+	deps := rt.Refs(res.Resource)
+	for _, d := range deps {
+		if d.TypeURL == "" || d.Name == "" {
+			t.Errorf("Dependencies returned a malformed ref %+v", d)
+		}
+	}
+	if !reflect.DeepEqual(sortedRefs(deps), sortedRefs(rt.Refs(res2.Resource))) {
+		t.Errorf("Dependencies are not deterministic: %v vs %v", deps, rt.Refs(res2.Resource))
+	}
+	if c.WantDeps != nil && !reflect.DeepEqual(sortedRefs(deps), sortedRefs(c.WantDeps)) {
+		t.Errorf("Dependencies = %v, want %v", sortedRefs(deps), sortedRefs(c.WantDeps))
+	}
+}
+
+// runGarbage feeds the decoder bytes no server should send. The decoder is
+// called directly, not through ResourceType.Decode, so a panic fails the
+// test instead of being turned into an error.
+func runGarbage(t *testing.T, rt registry.ResourceType, corpus [][]byte) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	inputs := [][]byte{nil, {}, {0xff}, {0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f}}
+	for _, raw := range corpus {
+		for cut := 0; cut < len(raw); cut += 1 + len(raw)/16 {
+			inputs = append(inputs, raw[:cut])
+		}
+		for i := 0; i < 16 && len(raw) > 0; i++ {
+			flipped := slices.Clone(raw)
+			flipped[rng.IntN(len(flipped))] ^= byte(1 << rng.IntN(8))
+			inputs = append(inputs, flipped)
+		}
+	}
+	for i := 0; i < 64; i++ {
+		b := make([]byte, rng.IntN(64))
+		for j := range b {
+			b[j] = byte(rng.UintN(256))
+		}
+		inputs = append(inputs, b)
+	}
+	for _, in := range inputs {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("decoder panicked on %x: %v", in, p)
+				}
+			}()
+			res, err := rt.Decoder.Decode(in, registry.DecodeOptions{})
+			if err == nil && res.Resource == nil {
+				t.Errorf("decoder returned neither a resource nor an error for %x", in)
+			}
+			if err == nil && rt.Validator != nil {
+				_ = rt.Validator.Validate(res.Resource, registry.DecodeOptions{})
+			}
+		}()
+	}
+}
+
+func sortedRefs(refs []registry.Ref) []registry.Ref {
+	out := slices.Clone(refs)
+	slices.SortFunc(out, func(a, b registry.Ref) int { return strings.Compare(a.String(), b.String()) })
+	if out == nil {
+		out = []registry.Ref{}
+	}
+	return out
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprint(err)
+}

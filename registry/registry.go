@@ -19,6 +19,15 @@ type Equaler interface {
 	Equal(other Resource) bool
 }
 
+// Composer is implemented by resources whose dependencies complete them,
+// such as an EDS resource whose localities list their endpoints in LEDS
+// collections. A dependency graph watch calls Compose once every
+// dependency has resolved; lookup returns a dependency's resource. The
+// result must be a new value: the receiver stays as decoded.
+type Composer interface {
+	Compose(lookup func(Ref) (Resource, bool)) (Resource, error)
+}
+
 // ResourceType describes one xDS resource type.
 type ResourceType struct {
 	// TypeURL is the type URL of the resource's message, e.g.

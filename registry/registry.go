@@ -46,6 +46,10 @@ type ResourceType struct {
 	Validator Validator
 	// Dependencies is optional.
 	Dependencies DependencyExtractor
+	// ClientFeatures are the client features (node.client_features) the
+	// engine advertises when this type is registered, e.g. LEDS's
+	// "xds.endpoint.supports_lb_endpoint_collection".
+	ClientFeatures []string
 }
 
 // ShortName returns Name, or the message name of TypeURL when Name is empty.

@@ -181,6 +181,9 @@ type Config struct {
 	Backoff func(n int) time.Duration
 	// Logger receives the engine's logs. Nil discards them.
 	Logger *slog.Logger
+	// FallbackPolicy decides when an authority falls back to its next
+	// server (gRFC A71). Nil means [DefaultFallbackPolicy].
+	FallbackPolicy FallbackPolicy
 	// Switches pins the environment switches; nil reads them from the
 	// environment with [SwitchesFromEnv] when New runs.
 	Switches *Switches

@@ -1,0 +1,346 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// adsStream is one SotW ADS stream attempt on a channel. Requests are
+// built from the engine's state when they are written, not when the state
+// changes, so a burst of watches of one type becomes one request.
+type adsStream struct {
+	c      *channel
+	ctx    context.Context
+	cancel context.CancelFunc
+	stream Stream // set once open
+
+	// Guarded by the engine's lock:
+	started      bool // stream open, requests may be written
+	ended        bool
+	sentNode     bool
+	seenResponse bool
+	types        map[string]*streamType
+	dirty        map[string]bool
+	wake         chan struct{}
+	// subChanges counts subscription changes, so the writer can tell a
+	// burst of watches still under way from a single ACK.
+	subChanges atomic.Uint64
+	builtAt    uint64
+}
+
+// streamType is a stream's state for one resource type.
+type streamType struct {
+	nonce string            // of the last response; per stream
+	nack  *rpcstatus.Status // error_detail for the next request
+	// subs are the names of the last request written, with their
+	// does-not-exist timers.
+	subs map[string]*subscription
+	// last is what the last written request said, to skip exact repeats.
+	last    []string
+	lastVer string
+	lastNon string
+	written bool
+}
+
+// subscription is one name on one stream. Its timer runs from the first
+// write of the name on this stream until the resource (or a TP3 error for
+// it) arrives, and only if nothing is cached (A57, A88).
+type subscription struct {
+	timerStop func() bool
+	settled   bool // seen, expired or cached when first written
+}
+
+func (s *adsStream) typeLocked(typeURL string) *streamType {
+	st := s.types[typeURL]
+	if st == nil {
+		st = &streamType{subs: make(map[string]*subscription)}
+		s.types[typeURL] = st
+	}
+	return st
+}
+
+// markDirtyLocked asks the writer to send the type's current state.
+func (s *adsStream) markDirtyLocked(typeURL string) {
+	if s.ended {
+		return
+	}
+	s.dirty[typeURL] = true
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// endLocked stops the stream and its timers; idempotent.
+func (s *adsStream) endLocked() {
+	if s.ended {
+		return
+	}
+	s.ended = true
+	s.cancel()
+	for _, st := range s.types {
+		for _, sub := range st.subs {
+			sub.stopLocked()
+		}
+	}
+}
+
+func (s *adsStream) run() {
+	e := s.c.e
+	defer e.streamsRun.Done()
+	var (
+		st  Stream
+		err error
+	)
+	if s.c.transport == nil {
+		err = s.c.buildErr
+	} else {
+		st, err = s.c.transport.NewStream(s.ctx, ADSMethod)
+	}
+	e.mu.Lock()
+	if err != nil {
+		s.c.onStreamEndLocked(s, err)
+		e.mu.Unlock()
+		return
+	}
+	if s.ended {
+		e.mu.Unlock()
+		return
+	}
+	s.stream = st
+	s.started = true
+	for _, t := range s.c.subscribedTypesLocked() {
+		s.markDirtyLocked(t)
+	}
+	e.streamsRun.Add(1)
+	e.mu.Unlock()
+	go s.sendLoop()
+	s.recvLoop()
+}
+
+func (s *adsStream) sendLoop() {
+	e := s.c.e
+	defer e.streamsRun.Done()
+	for {
+		select {
+		case <-s.wake:
+		case <-s.ctx.Done():
+			return
+		}
+		for {
+			s.settle()
+			e.mu.Lock()
+			if s.ended {
+				e.mu.Unlock()
+				return
+			}
+			req := s.nextRequestLocked()
+			e.mu.Unlock()
+			if req == nil {
+				break
+			}
+			b, err := proto.Marshal(req)
+			if err != nil {
+				e.log.Error("xDS request marshal", "error", err)
+				continue
+			}
+			if err := s.stream.Send(b); err != nil {
+				// Recv reports the stream's status; nothing to add here.
+				return
+			}
+			e.mu.Lock()
+			s.onWrittenLocked(req)
+			e.mu.Unlock()
+		}
+	}
+}
+
+// settle lets a burst of subscription changes (many watches registered
+// in a loop) finish before a request is built, so that the burst leaves
+// in one request per type instead of one per watch. It waits until the
+// subscriptions have not changed for a short quiet period, at most a few
+// milliseconds; an ACK, which changes no subscription, is not delayed.
+func (s *adsStream) settle() {
+	const (
+		quiet = 100 * time.Microsecond
+		limit = 20 * time.Millisecond
+	)
+	last := s.subChanges.Load()
+	if last == s.builtAt {
+		return
+	}
+	start := time.Now()
+	changed := start
+	for {
+		runtime.Gosched()
+		now := time.Now()
+		if n := s.subChanges.Load(); n != last {
+			last, changed = n, now
+		}
+		if now.Sub(changed) >= quiet || now.Sub(start) >= limit {
+			s.builtAt = last
+			return
+		}
+	}
+}
+
+// nextRequestLocked builds the request of the next dirty type, in type URL
+// order, skipping one that would repeat the last written request exactly.
+func (s *adsStream) nextRequestLocked() *discoverypb.DiscoveryRequest {
+	for len(s.dirty) > 0 {
+		types := make([]string, 0, len(s.dirty))
+		for t := range s.dirty {
+			types = append(types, t)
+		}
+		slices.Sort(types)
+		typeURL := types[0]
+		delete(s.dirty, typeURL)
+		st := s.typeLocked(typeURL)
+		names := s.c.subscriptionsLocked(typeURL)
+		if s.ended {
+			return nil
+		}
+		version := s.c.versions[typeURL]
+		if st.nack == nil && st.written && st.lastVer == version && st.lastNon == st.nonce && slices.Equal(st.last, names) {
+			continue
+		}
+		if !st.written && len(names) == 0 {
+			// Never subscribed on this stream and nothing to subscribe.
+			continue
+		}
+		req := &discoverypb.DiscoveryRequest{
+			VersionInfo:   version,
+			ResourceNames: names,
+			TypeUrl:       typeURL,
+			ResponseNonce: st.nonce,
+			ErrorDetail:   st.nack,
+		}
+		if !s.sentNode {
+			req.Node = s.c.e.node
+			s.sentNode = true
+		}
+		st.nack = nil
+		st.last, st.lastVer, st.lastNon, st.written = names, version, st.nonce, true
+		s.trackSubscriptionsLocked(st, names)
+		return req
+	}
+	return nil
+}
+
+// trackSubscriptionsLocked records the names of a request being built:
+// new names get a subscription whose timer starts once the request is
+// written, names left out lose theirs. Recording before the write matters:
+// a response may be processed before the writer learns its write is done.
+func (s *adsStream) trackSubscriptionsLocked(st *streamType, names []string) {
+	for name, sub := range st.subs {
+		if _, still := slices.BinarySearch(names, name); !still {
+			sub.stopLocked()
+			delete(st.subs, name)
+		}
+	}
+	for _, name := range names {
+		if _, ok := st.subs[name]; !ok {
+			st.subs[name] = &subscription{}
+		}
+	}
+}
+
+// onWrittenLocked starts the does-not-exist timer of each name written for
+// the first time on this stream whose resource is neither cached nor
+// already settled by a response.
+func (s *adsStream) onWrittenLocked(req *discoverypb.DiscoveryRequest) {
+	if s.ended {
+		return
+	}
+	e := s.c.e
+	typeURL := req.GetTypeUrl()
+	st := s.typeLocked(typeURL)
+	for _, name := range req.GetResourceNames() {
+		sub := st.subs[name]
+		if sub == nil || sub.settled || sub.timerStop != nil {
+			continue
+		}
+		if _, en := e.lookupEntryLocked(typeURL, name); en == nil || en.value != nil {
+			sub.settled = true
+			continue
+		}
+		t := s.c.timerLocked()
+		sub.timerStop = e.clock.AfterFunc(t.Timeout, func() { s.onTimer(typeURL, name, sub) })
+	}
+}
+
+func (s *adsStream) onTimer(typeURL, name string, sub *subscription) {
+	e := s.c.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s.ended || sub.settled || s.types[typeURL].subs[name] != sub {
+		return
+	}
+	sub.settled = true
+	sub.timerStop = nil
+	if _, en := e.lookupEntryLocked(typeURL, name); en != nil {
+		e.onTimerLocked(en, s.c)
+	}
+}
+
+// settleLocked stops a name's timer: the resource, or an error for it,
+// arrived on this stream.
+func (s *adsStream) settleLocked(typeURL, name string) {
+	st := s.types[typeURL]
+	if st == nil {
+		return
+	}
+	if sub := st.subs[name]; sub != nil {
+		sub.stopLocked()
+	}
+}
+
+// stopLocked settles the subscription: its timer will not fire.
+func (sub *subscription) stopLocked() {
+	sub.settled = true
+	if sub.timerStop != nil {
+		sub.timerStop()
+		sub.timerStop = nil
+	}
+}
+
+func (s *adsStream) recvLoop() {
+	e := s.c.e
+	for {
+		b, err := s.stream.Recv()
+		if err != nil {
+			e.mu.Lock()
+			s.c.onStreamEndLocked(s, err)
+			e.mu.Unlock()
+			return
+		}
+		resp := &discoverypb.DiscoveryResponse{}
+		if err := proto.Unmarshal(b, resp); err != nil {
+			e.log.Warn("xDS response does not parse; ignored", "server", s.c.server.URI, "error", err)
+			continue
+		}
+		gate := newReadGate()
+		e.mu.Lock()
+		if s.ended {
+			e.mu.Unlock()
+			return
+		}
+		s.c.handleResponseLocked(s, resp, gate)
+		e.mu.Unlock()
+		gate.arm()
+		if err := gate.wait(s.ctx); err != nil {
+			e.mu.Lock()
+			s.c.onStreamEndLocked(s, errors.Join(context.Cause(s.ctx), err))
+			e.mu.Unlock()
+			return
+		}
+	}
+}

@@ -1,0 +1,425 @@
+package engine_test
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
+	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
+	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
+	"github.com/xdsengine/xdsengine/registry"
+)
+
+// TestACKNACK checks version_info, response_nonce and error_detail of the
+// request that answers each kind of response.
+func TestACKNACK(t *testing.T) {
+	wrongType := &anypb.Any{TypeUrl: "type.googleapis.com/google.protobuf.Duration", Value: nil}
+	emptyWrapper := scriptedads.Wrap("w", nil)
+	tests := []struct {
+		name        string
+		resources   []*anypb.Any
+		wantVersion string // in the answering request
+		wantNACK    []string
+	}{
+		{"all valid", []*anypb.Any{res(thing, "a")}, "2", nil},
+		{"all invalid: NACK repeats the accepted version", []*anypb.Any{res(thing, "a", "invalid", "bad port")},
+			"1", []string{`resource index 0, name "a": invalid: bad port`}},
+		{"partly valid: NACK carries the new version", []*anypb.Any{res(thing, "a"), res(thing, "b", "invalid", "no domains")},
+			"2", []string{`resource index 1, name "b": invalid: no domains`}},
+		{"invalid resource nobody watches is still NACKed", []*anypb.Any{res(thing, "a"), res(thing, "zzz", "invalid", "x")},
+			"2", []string{`name "zzz"`}},
+		{"every failing resource is named", []*anypb.Any{res(thing, "a", "invalid", "one"), res(thing, "b", "invalid", "two")},
+			"1", []string{`index 0, name "a": invalid: one`, `index 1, name "b": invalid: two`}},
+		{"resource of another type", []*anypb.Any{wrongType}, "1", []string{`resource index 0`, `google.protobuf.Duration`}},
+		{"wrapper without resource", []*anypb.Any{emptyWrapper}, "1", []string{`resource index 0, name "w"`, `holds no resource`}},
+		{"undecodable bytes", []*anypb.Any{{TypeUrl: thing, Value: []byte{0xff}}}, "1", []string{`resource index 0`, `unmarshal`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, fixtureOpts{})
+			f.watch(thing, "a")
+			f.watch(thing, "b")
+			st := f.servers[0].WaitStream(t)
+			wantRequest(t, recvNames(t, st, thing, "a", "b"), thing, "", "", "a", "b")
+			n1 := st.SendT(t, resp(thing, "1", res(thing, "a", "v", "1")))
+			wantRequest(t, st.RecvT(t), thing, "1", n1, "a", "b")
+			n2 := st.SendT(t, resp(thing, "2", tc.resources...))
+			req := st.RecvT(t)
+			wantRequest(t, req, thing, tc.wantVersion, n2, "a", "b")
+			detail := req.GetErrorDetail()
+			if tc.wantNACK == nil {
+				if detail != nil {
+					t.Fatalf("got NACK %v, want ACK", detail)
+				}
+				return
+			}
+			if codes.Code(detail.GetCode()) != codes.InvalidArgument {
+				t.Fatalf("NACK code = %v, want INVALID_ARGUMENT", codes.Code(detail.GetCode()))
+			}
+			for _, want := range tc.wantNACK {
+				if !strings.Contains(detail.GetMessage(), want) {
+					t.Errorf("NACK message %q does not contain %q", detail.GetMessage(), want)
+				}
+			}
+		})
+	}
+}
+
+func TestTP3ErrorsAreACKed(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	w, _ := f.watch(thing, "a")
+	st := f.servers[0].WaitStream(t)
+	st.RecvT(t)
+	r := resp(thing, "7")
+	r.ResourceErrors = []*discoverypb.ResourceError{scriptedads.ResourceError("a", codes.NotFound, "no such listener")}
+	nonce := st.SendT(t, r)
+	req := st.RecvT(t)
+	wantRequest(t, req, thing, "7", nonce, "a")
+	if req.GetErrorDetail() != nil {
+		t.Fatalf("TP3 error was NACKed: %v", req.GetErrorDetail())
+	}
+	ev := w.NextChanged(t)
+	if status.Code(ev.Err) != codes.NotFound || !strings.Contains(ev.Err.Error(), "no such listener") {
+		t.Fatalf("got %v, want NOT_FOUND carrying the server's message", ev)
+	}
+	// The timer was cancelled by the error: it never fires.
+	if d := f.clock.PendingDurations(); slices.Contains(d, 15*time.Second) {
+		t.Fatalf("does-not-exist timer still pending after a TP3 error: %v", d)
+	}
+}
+
+// TestStreamRestartKeepsVersion: version_info survives a new stream, the
+// nonce does not, and the node is sent again.
+func TestStreamRestartKeepsVersion(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	w, _ := f.watch(thing, "a")
+	st := f.servers[0].WaitStream(t)
+	st.RecvT(t)
+	n := st.SendT(t, resp(thing, "1", res(thing, "a")))
+	w.NextChanged(t)
+	wantRequest(t, st.RecvT(t), thing, "1", n, "a")
+	st.Close(nil) // ended after a response: reconnect at once, no error
+	st2 := f.servers[0].WaitStream(t)
+	req := st2.RecvT(t)
+	wantRequest(t, req, thing, "1", "", "a")
+	if req.GetNode().GetId() != nodeID {
+		t.Fatalf("first request of the new stream has node %v", req.GetNode())
+	}
+	w.ExpectNone(t, 50*time.Millisecond)
+}
+
+func TestNodeAndClientFeatures(t *testing.T) {
+	f := newFixture(t, fixtureOpts{mutate: func(c *engine.Config) {
+		c.Bootstrap.Node.Cluster = "cluster-1"
+		c.Bootstrap.Node.Locality = engine.Locality{Region: "r", Zone: "z", SubZone: "s"}
+		reg, err := c.Registry.With(registry.ResourceType{TypeURL: "type.googleapis.com/x.Y",
+			Decoder: registry.DecoderFunc(func([]byte, registry.DecodeOptions) (registry.DecodeResult, error) {
+				return registry.DecodeResult{}, nil
+			}), ClientFeatures: []string{"x.custom.feature"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Registry = reg
+	}})
+	f.watch(thing, "a")
+	node := f.servers[0].WaitStream(t).RecvT(t).GetNode()
+	for _, want := range []string{"envoy.lb.does_not_support_overprovisioning", "xds.config.resource-in-sotw", "x.custom.feature"} {
+		if !slices.Contains(node.GetClientFeatures(), want) {
+			t.Errorf("client features %v lack %q", node.GetClientFeatures(), want)
+		}
+	}
+	if node.GetUserAgentName() != "xdsengine" || node.GetUserAgentVersion() != engine.Version || node.GetCluster() != "cluster-1" || node.GetLocality().GetSubZone() != "s" {
+		t.Errorf("node = %v", node)
+	}
+}
+
+func TestWrappedResourceTakesWrapperName(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	w, _ := f.watch(thing, "xdstp-less-name")
+	st := f.servers[0].WaitStream(t)
+	st.RecvT(t)
+	st.SendT(t, resp(thing, "1", scriptedads.Wrap("xdstp-less-name", res(thing, ""))))
+	if ev := w.NextChanged(t); ev.Err != nil || resourceName(t, ev.Resource) != "xdstp-less-name" {
+		t.Fatalf("got %v, want the wrapped resource", ev)
+	}
+}
+
+func TestDoesNotExistTimer(t *testing.T) {
+	t.Run("not started while the server is unreachable", func(t *testing.T) {
+		f := newFixture(t, fixtureOpts{})
+		f.servers[0].Stop()
+		w, _ := f.watch(thing, "a")
+		checkEvent(t, w.Next(t), false, codes.Unavailable)
+		if slices.Contains(f.clock.PendingDurations(), 15*time.Second) {
+			t.Fatalf("timer started without a written subscription: %v", f.clock.PendingDurations())
+		}
+	})
+	t.Run("stopped when the stream ends", func(t *testing.T) {
+		f := newFixture(t, fixtureOpts{})
+		w, _ := f.watch(thing, "a")
+		st := f.servers[0].WaitStream(t)
+		st.RecvT(t)
+		f.clock.WaitForTimer(t, 15*time.Second)
+		st.Close(status.Error(codes.Unavailable, "gone"))
+		checkEvent(t, w.Next(t), false, codes.Unavailable)
+		f.clock.WaitForTimer(t, time.Second) // the retry
+		f.clock.Advance(15 * time.Second)    // past the backoff, and past the old timer's deadline
+		st2 := f.servers[0].WaitStream(t)
+		st2.RecvT(t)
+		w.ExpectNone(t, 50*time.Millisecond)
+		// The new stream armed a fresh timer, which does fire.
+		f.clock.WaitForTimer(t, 15*time.Second)
+		f.clock.Advance(15 * time.Second)
+		checkEvent(t, w.Next(t), false, codes.NotFound)
+	})
+	t.Run("not started for a cached resource on a new stream", func(t *testing.T) {
+		f := newFixture(t, fixtureOpts{})
+		w, _ := f.watch(thing, "a")
+		st := f.servers[0].WaitStream(t)
+		st.RecvT(t)
+		st.SendT(t, resp(thing, "1", res(thing, "a")))
+		w.NextChanged(t)
+		st.RecvT(t)
+		st.Close(nil)
+		f.servers[0].WaitStream(t).RecvT(t)
+		time.Sleep(20 * time.Millisecond)
+		if slices.Contains(f.clock.PendingDurations(), 15*time.Second) {
+			t.Fatalf("timer armed for a cached resource: %v", f.clock.PendingDurations())
+		}
+	})
+	t.Run("a later response still resolves a resource that timed out", func(t *testing.T) {
+		f := newFixture(t, fixtureOpts{})
+		w, _ := f.watch(thing, "a")
+		st := f.servers[0].WaitStream(t)
+		st.RecvT(t)
+		f.clock.WaitForTimer(t, 15*time.Second)
+		f.clock.Advance(15 * time.Second)
+		checkEvent(t, w.Next(t), false, codes.NotFound)
+		st.SendT(t, resp(thing, "1", res(thing, "a")))
+		if ev := w.NextChanged(t); ev.Err != nil {
+			t.Fatalf("got %v, want the resource", ev)
+		}
+	})
+	t.Run("configured timeout overrides", func(t *testing.T) {
+		f := newFixture(t, fixtureOpts{mutate: func(c *engine.Config) { c.ResourceTimeout = 3 * time.Second }})
+		f.watch(thing, "a")
+		f.servers[0].WaitStream(t).RecvT(t)
+		f.clock.WaitForTimer(t, 3*time.Second)
+	})
+}
+
+// TestBackoff: a stream that fails without a response is retried after
+// a growing delay; one that saw a response resets the backoff and is
+// replaced at once (A57).
+func TestBackoff(t *testing.T) {
+	f := newFixture(t, fixtureOpts{}) // backoff(n) = n+1 seconds
+	w, _ := f.watch(thing, "a")
+	srv := f.servers[0]
+	fail := func(st *scriptedads.Stream) {
+		st.RecvT(t)
+		st.Close(status.Error(codes.Unavailable, "down"))
+		<-st.Done()
+	}
+	fail(srv.WaitStream(t))
+	checkEvent(t, w.Next(t), false, codes.Unavailable)
+	expectRetryAfter := func(d time.Duration) *scriptedads.Stream {
+		t.Helper()
+		f.clock.WaitForTimer(t, d)
+		before := srv.StreamCount()
+		f.clock.Advance(d - time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
+		if srv.StreamCount() != before {
+			t.Fatalf("stream reopened before the %v backoff", d)
+		}
+		f.clock.Advance(time.Millisecond)
+		return srv.WaitStream(t)
+	}
+	st := expectRetryAfter(1 * time.Second)
+	fail(st)
+	st = expectRetryAfter(2 * time.Second)
+	st.RecvT(t)
+	st.SendT(t, resp(thing, "1", res(thing, "a")))
+	w.NextChanged(t)
+	st.RecvT(t)
+	st.Close(nil)
+	st = srv.WaitStream(t) // immediately: no timer involved
+	fail(st)
+	expectRetryAfter(1 * time.Second) // reset
+}
+
+// TestFlowControl: the next response is not read until every watcher
+// called done for the previous one; the ACK is not held back.
+func TestFlowControl(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	w := watchrec.NewHolding()
+	f.eng.Watch(thing, "a", w)
+	st := f.servers[0].WaitStream(t)
+	st.RecvT(t)
+	n1 := st.SendT(t, resp(thing, "1", res(thing, "a", "v", "1")))
+	ev1 := w.NextChanged(t)
+	wantRequest(t, st.RecvT(t), thing, "1", n1, "a") // ACK despite done pending
+	st.SendT(t, resp(thing, "2", res(thing, "a", "v", "2")))
+	w.ExpectNone(t, 100*time.Millisecond)
+	ev1.Done()
+	ev2 := w.NextChanged(t)
+	if ev2.Resource.(*testtype.Resource).Fields["v"] != "2" {
+		t.Fatalf("got %v, want version 2", ev2)
+	}
+	ev2.Done()
+}
+
+func TestCancel(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	wa, cancelA := f.watch(thing, "a")
+	_, cancelB := f.watch(thing, "b")
+	st := f.servers[0].WaitStream(t)
+	recvNames(t, st, thing, "a", "b")
+	n := st.SendT(t, resp(thing, "1", res(thing, "a"), res(thing, "b")))
+	wa.NextChanged(t)
+	st.RecvT(t)
+	cancelA()
+	cancelA() // idempotent
+	wantRequest(t, st.RecvT(t), thing, "1", n, "b")
+	st.SendT(t, resp(thing, "2", res(thing, "a", "v", "2"), res(thing, "b")))
+	wa.ExpectNone(t, 50*time.Millisecond)
+	st.RecvT(t)
+	cancelB()
+	// Nothing is subscribed any more: the stream is closed rather than
+	// sent an empty (wildcard-looking) list.
+	select {
+	case <-st.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("stream not closed after the last cancel")
+	}
+	// A new watch opens a new stream. The channel was released with its
+	// last watch, and its versions with it, as in gRPC.
+	w2, _ := f.watch(thing, "a")
+	st2 := f.servers[0].WaitStream(t)
+	wantRequest(t, st2.RecvT(t), thing, "", "", "a")
+	st2.SendT(t, resp(thing, "3", res(thing, "a")))
+	w2.NextChanged(t)
+}
+
+// TestCoalescing: a burst of watches leaves in O(types) requests.
+func TestCoalescing(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	const n = 1000
+	var w engine.WatcherFuncs // calls done, records nothing: the burst is all Watch calls
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		f.eng.Watch(thing, "t"+itoa(i), w)
+		f.eng.Watch(required, "r"+itoa(i), w)
+	}
+	burst := time.Since(start)
+	st := f.servers[0].WaitStream(t)
+	got := map[string]int{}
+	requests := 0
+	for got[thing] < n || got[required] < n {
+		req := st.RecvT(t)
+		requests++
+		got[req.GetTypeUrl()] = len(req.GetResourceNames())
+	}
+	st.ExpectNoRequest(t, 50*time.Millisecond)
+	if requests > 6 {
+		t.Fatalf("%d watches of 2 types took %d requests, want O(types)", 2*n, requests)
+	}
+	t.Logf("%d watches of 2 types in %v: %d requests", 2*n, burst, requests)
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestUnchangedBytesAreNotDecoded: a resource re-sent with the same bytes
+// is recognized without calling the decoder, and not re-delivered.
+func TestUnchangedBytesAreNotDecoded(t *testing.T) {
+	var decodes atomic.Int64
+	base := testtype.Type(thing, false)
+	counting := base
+	counting.Decoder = registry.DecoderFunc(func(raw []byte, o registry.DecodeOptions) (registry.DecodeResult, error) {
+		decodes.Add(1)
+		return base.Decoder.Decode(raw, o)
+	})
+	f := newFixture(t, fixtureOpts{mutate: func(c *engine.Config) { c.Registry = registry.MustNew(counting) }})
+	w, _ := f.watch(thing, "a")
+	st := f.servers[0].WaitStream(t)
+	st.RecvT(t)
+	st.SendT(t, resp(thing, "1", res(thing, "a", "k", "v")))
+	w.NextChanged(t)
+	st.RecvT(t)
+	n := st.SendT(t, resp(thing, "2", res(thing, "a", "k", "v")))
+	wantRequest(t, st.RecvT(t), thing, "2", n, "a")
+	w.ExpectNone(t, 50*time.Millisecond)
+	if got := decodes.Load(); got != 1 {
+		t.Fatalf("decoder called %d times, want 1", got)
+	}
+	st.SendT(t, resp(thing, "3", res(thing, "a", "k", "changed")))
+	w.NextChanged(t)
+	if got := decodes.Load(); got != 2 {
+		t.Fatalf("decoder called %d times, want 2", got)
+	}
+}
+
+// TestNewWatcherSeesCachedThenAmbient (A88): a second watcher gets the
+// cached resource and then the ambient error, in that order.
+func TestNewWatcherSeesCachedThenAmbient(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	w1, _ := f.watch(thing, "a")
+	st := f.servers[0].WaitStream(t)
+	st.RecvT(t)
+	st.SendT(t, resp(thing, "1", res(thing, "a")))
+	w1.NextChanged(t)
+	st.RecvT(t)
+	st.SendT(t, resp(thing, "2", res(thing, "a", "invalid", "bad")))
+	checkEvent(t, w1.Next(t), true, codes.InvalidArgument)
+	w2, _ := f.watch(thing, "a")
+	if ev := w2.NextChanged(t); ev.Err != nil || resourceName(t, ev.Resource) != "a" {
+		t.Fatalf("new watcher first got %v, want the cached resource", ev)
+	}
+	checkEvent(t, w2.Next(t), true, codes.InvalidArgument)
+	// The same good version again clears the ambient error for both.
+	st.RecvT(t)
+	st.SendT(t, resp(thing, "3", res(thing, "a")))
+	for _, w := range []*watchrec.Recorder{w1, w2} {
+		if ev := w.NextAmbient(t); ev.Err != nil {
+			t.Fatalf("got %v, want the ambient error cleared", ev)
+		}
+	}
+}
+
+func TestWatchRejections(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	w, _ := f.watch("type.googleapis.com/not.Registered", "a")
+	ev := w.NextChanged(t)
+	if status.Code(ev.Err) != codes.FailedPrecondition || engine.KindOf(ev.Err) != engine.KindUnknownType {
+		t.Fatalf("got %v, want FAILED_PRECONDITION unknown type", ev)
+	}
+	if f.servers[0].StreamCount() != 0 {
+		t.Fatal("a stream was opened for a rejected watch")
+	}
+}
+
+func TestCloseStopsCallbacks(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	w, _ := f.watch(thing, "a")
+	st := f.servers[0].WaitStream(t)
+	st.RecvT(t)
+	f.eng.Close()
+	st.SendT(t, resp(thing, "1", res(thing, "a")))
+	w.ExpectNone(t, 50*time.Millisecond)
+	if cancel := f.eng.Watch(thing, "b", w); cancel == nil {
+		t.Fatal("Watch after Close returned nil cancel")
+	}
+	w.ExpectNone(t, 20*time.Millisecond)
+	if err := f.eng.Close(); err != nil {
+		t.Fatalf("second Close = %v", err)
+	}
+}

@@ -1,0 +1,493 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Environment variables read by [BootstrapFromEnv], the same ones gRPC
+// reads.
+const (
+	// EnvBootstrapFile names a file holding the bootstrap JSON. It takes
+	// precedence over EnvBootstrapConfig.
+	EnvBootstrapFile = "GRPC_XDS_BOOTSTRAP"
+	// EnvBootstrapConfig holds the bootstrap JSON itself.
+	EnvBootstrapConfig = "GRPC_XDS_BOOTSTRAP_CONFIG"
+)
+
+// ErrNoBootstrap is returned (wrapped) by [BootstrapFromEnv] when neither
+// bootstrap variable is set, so that a caller can fall back to a
+// configuration of its own.
+var ErrNoBootstrap = errors.New("bootstrap: neither " + EnvBootstrapFile + " (a file path) nor " + EnvBootstrapConfig + " (inline JSON) is set")
+
+// bootstrapSupportedCreds are the "channel_creds" types the default
+// transport can build. gRPC also knows "google_default" and others; a
+// server listing only those cannot be reached by this library, so the
+// bootstrap is rejected early rather than at the first connection.
+var bootstrapSupportedCreds = []string{"insecure", "tls"}
+
+// BootstrapFromEnv reads the bootstrap the way gRPC does: from the file
+// named by GRPC_XDS_BOOTSTRAP if that is set, else from the JSON in
+// GRPC_XDS_BOOTSTRAP_CONFIG. An empty variable counts as unset. If neither
+// is set the error wraps [ErrNoBootstrap]; an unreadable file gives an
+// error naming the file and the variable.
+func BootstrapFromEnv() (*Bootstrap, error) {
+	if path := os.Getenv(EnvBootstrapFile); path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			// The PathError repeats the path and says "open"; unwrap it
+			// so the message names the path once, with the variable.
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return nil, fmt.Errorf("bootstrap: reading file %q named by %s: %w", path, EnvBootstrapFile, err)
+		}
+		b, err := ParseBootstrap(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s file %q: %w", EnvBootstrapFile, path, err)
+		}
+		return b, nil
+	}
+	if config := os.Getenv(EnvBootstrapConfig); config != "" {
+		b, err := ParseBootstrap([]byte(config))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", EnvBootstrapConfig, err)
+		}
+		return b, nil
+	}
+	return nil, ErrNoBootstrap
+}
+
+// ParseBootstrap parses gRPC's xDS bootstrap JSON (the same file gRPC
+// uses; gRFC A27, A47, A71, A95).
+//
+// The input must be a JSON object with a non-empty "xds_servers" array.
+// Each server needs a non-empty "server_uri" and a non-empty
+// "channel_creds" array whose entries each have a "type"; at least one type
+// must be one this library supports ("insecure" or "tls"). All entries are
+// kept in order. "node", "authorities", the two listener resource name
+// templates and "certificate_providers" are optional. An authority's
+// "client_listener_resource_name_template", if set, must start with
+// "xdstp://<authority name>/".
+//
+// As A27 requires, unknown fields are ignored at every level, and so is
+// everything in "node" besides id, cluster, locality and metadata. A field
+// whose value is null counts as absent, as with encoding/json. Channel
+// credential and certificate provider configs are kept as JSON with
+// insignificant whitespace removed, so that equal configs compare equal.
+//
+// The error reports every problem found, not only the first, one per
+// line, each naming the JSON path, e.g.
+//
+//	bootstrap: xds_servers[0].server_uri: must be a non-empty string
+//	bootstrap: node.locality.zone: want string, got number
+func ParseBootstrap(data []byte) (*Bootstrap, error) {
+	var raw json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("bootstrap: invalid JSON at byte offset %d: %w", se.Offset, err)
+		}
+		return nil, fmt.Errorf("bootstrap: invalid JSON: %w", err)
+	}
+	if k := bsKind(raw); k != "object" {
+		return nil, fmt.Errorf("bootstrap: top level: want object, got %s", k)
+	}
+	var p bootstrapParser
+	b := p.parse(raw)
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	return b, nil
+}
+
+// bootstrapParser walks the decoded JSON, collecting one error per
+// problem so that a user fixes a bootstrap in one round.
+type bootstrapParser struct {
+	errs []error
+}
+
+func (p *bootstrapParser) fail(path, format string, args ...any) {
+	p.errs = append(p.errs, fmt.Errorf("bootstrap: %s: %s", path, fmt.Sprintf(format, args...)))
+}
+
+func (p *bootstrapParser) parse(raw json.RawMessage) *Bootstrap {
+	root, _ := p.object("top level", raw)
+	b := &Bootstrap{}
+	if v, ok := bsField(root, "xds_servers"); ok {
+		b.Servers = p.servers("xds_servers", v, true)
+	} else {
+		p.fail("xds_servers", "is required")
+	}
+	if v, ok := bsField(root, "node"); ok {
+		b.Node = p.node("node", v)
+	}
+	if v, ok := bsField(root, "authorities"); ok {
+		b.Authorities = p.authorities("authorities", v)
+	}
+	if v, ok := bsField(root, "client_default_listener_resource_name_template"); ok {
+		b.ClientDefaultListenerResourceNameTemplate, _ = p.str("client_default_listener_resource_name_template", v)
+	}
+	if v, ok := bsField(root, "server_listener_resource_name_template"); ok {
+		b.ServerListenerResourceNameTemplate, _ = p.str("server_listener_resource_name_template", v)
+	}
+	if v, ok := bsField(root, "certificate_providers"); ok {
+		b.CertificateProviders = p.certificateProviders("certificate_providers", v)
+	}
+	return b
+}
+
+// servers parses an "xds_servers" array. At the top level it must not be
+// empty; in an authority an empty list means the top-level one.
+func (p *bootstrapParser) servers(path string, raw json.RawMessage, required bool) []ServerConfig {
+	list, ok := p.array(path, raw)
+	if !ok {
+		return nil
+	}
+	if len(list) == 0 && required {
+		p.fail(path, "must not be empty")
+		return nil
+	}
+	var out []ServerConfig
+	for i, v := range list {
+		if s, ok := p.server(bsIndex(path, i), v); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (p *bootstrapParser) server(path string, raw json.RawMessage) (ServerConfig, bool) {
+	obj, ok := p.object(path, raw)
+	if !ok {
+		return ServerConfig{}, false
+	}
+	before := len(p.errs)
+	var s ServerConfig
+	uriPath := path + ".server_uri"
+	if v, ok := bsField(obj, "server_uri"); !ok {
+		p.fail(uriPath, "must be a non-empty string")
+	} else if s.URI, ok = p.str(uriPath, v); ok && s.URI == "" {
+		p.fail(uriPath, "must be a non-empty string")
+	}
+	s.ChannelCreds = p.channelCreds(path+".channel_creds", obj)
+	if v, ok := bsField(obj, "server_features"); ok {
+		s.ServerFeatures = p.stringList(path+".server_features", v)
+	}
+	return s, len(p.errs) == before
+}
+
+// channelCreds parses a server's "channel_creds": every entry must be
+// well formed, and at least one must have a supported type.
+func (p *bootstrapParser) channelCreds(path string, server map[string]json.RawMessage) []ChannelCreds {
+	v, ok := bsField(server, "channel_creds")
+	if !ok {
+		p.fail(path, "is required")
+		return nil
+	}
+	list, ok := p.array(path, v)
+	if !ok {
+		return nil
+	}
+	if len(list) == 0 {
+		p.fail(path, "must not be empty")
+		return nil
+	}
+	before := len(p.errs)
+	var out []ChannelCreds
+	var seen []string
+	supported := false
+	for i, raw := range list {
+		entryPath := bsIndex(path, i)
+		obj, ok := p.object(entryPath, raw)
+		if !ok {
+			continue
+		}
+		var c ChannelCreds
+		typePath := entryPath + ".type"
+		if t, ok := bsField(obj, "type"); !ok {
+			p.fail(typePath, "is required")
+			continue
+		} else if c.Type, ok = p.str(typePath, t); !ok {
+			continue
+		} else if c.Type == "" {
+			p.fail(typePath, "must be a non-empty string")
+			continue
+		}
+		if cfg, ok := bsField(obj, "config"); ok {
+			if k := bsKind(cfg); k != "object" {
+				p.fail(entryPath+".config", "want object, got %s", k)
+				continue
+			}
+			c.Config = bsCompact(cfg)
+		}
+		seen = append(seen, strconv.Quote(c.Type))
+		supported = supported || slices.Contains(bootstrapSupportedCreds, c.Type)
+		out = append(out, c)
+	}
+	// A list with broken entries already failed; whether fixing them
+	// would leave a supported type is unknown, so say nothing more.
+	if len(p.errs) == before && !supported {
+		p.fail(path, "no supported type: want %q or %q, got %s",
+			bootstrapSupportedCreds[0], bootstrapSupportedCreds[1], strings.Join(seen, ", "))
+	}
+	return out
+}
+
+func (p *bootstrapParser) node(path string, raw json.RawMessage) Node {
+	var n Node
+	obj, ok := p.object(path, raw)
+	if !ok {
+		return n
+	}
+	if v, ok := bsField(obj, "id"); ok {
+		n.ID, _ = p.str(path+".id", v)
+	}
+	if v, ok := bsField(obj, "cluster"); ok {
+		n.Cluster, _ = p.str(path+".cluster", v)
+	}
+	if v, ok := bsField(obj, "locality"); ok {
+		lpath := path + ".locality"
+		if loc, ok := p.object(lpath, v); ok {
+			if v, ok := bsField(loc, "region"); ok {
+				n.Locality.Region, _ = p.str(lpath+".region", v)
+			}
+			if v, ok := bsField(loc, "zone"); ok {
+				n.Locality.Zone, _ = p.str(lpath+".zone", v)
+			}
+			if v, ok := bsField(loc, "sub_zone"); ok {
+				n.Locality.SubZone, _ = p.str(lpath+".sub_zone", v)
+			}
+		}
+	}
+	if v, ok := bsField(obj, "metadata"); ok {
+		n.Metadata = p.metadata(path+".metadata", v)
+	}
+	return n
+}
+
+// metadata converts a JSON object to a Struct the way protojson would,
+// numbers becoming doubles; duplicate keys keep the last value, as
+// everywhere else in the bootstrap.
+func (p *bootstrapParser) metadata(path string, raw json.RawMessage) *structpb.Struct {
+	if k := bsKind(raw); k != "object" {
+		p.fail(path, "want object, got %s", k)
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		p.fail(path, "%v", err)
+		return nil
+	}
+	s, err := structpb.NewStruct(m)
+	if err != nil {
+		p.fail(path, "%v", err)
+		return nil
+	}
+	return s
+}
+
+func (p *bootstrapParser) authorities(path string, raw json.RawMessage) map[string]Authority {
+	obj, ok := p.object(path, raw)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]Authority, len(obj))
+	// Sorted, so that errors come out in a stable order.
+	for _, name := range bsSortedKeys(obj) {
+		apath := bsKey(path, name)
+		a, ok := p.object(apath, obj[name])
+		if !ok {
+			continue
+		}
+		var auth Authority
+		if v, ok := bsField(a, "xds_servers"); ok {
+			auth.Servers = p.servers(apath+".xds_servers", v, false)
+		}
+		if v, ok := bsField(a, "client_listener_resource_name_template"); ok {
+			tpath := apath + ".client_listener_resource_name_template"
+			if t, ok := p.str(tpath, v); ok && t != "" {
+				if prefix := "xdstp://" + name + "/"; !strings.HasPrefix(t, prefix) && !strings.HasPrefix(t, escapedAuthorityPrefix(name)) {
+					p.fail(tpath, "must start with %q", prefix)
+				}
+				auth.ClientListenerResourceNameTemplate = t
+			}
+		}
+		if v, ok := bsField(a, "fallback_on_reachability_only"); ok {
+			auth.FallbackOnReachabilityOnly, _ = p.boolean(apath+".fallback_on_reachability_only", v)
+		}
+		out[name] = auth
+	}
+	return out
+}
+
+// escapedAuthorityPrefix is the template prefix grpc-go checks, with
+// the authority name percent-encoded by url.PathEscape ("a b" as
+// "xdstp://a%20b/"). gRPC C-core and Java compare against the raw name;
+// both spellings name the same authority, so either is accepted.
+func escapedAuthorityPrefix(name string) string {
+	return "xdstp://" + url.PathEscape(name) + "/"
+}
+
+func (p *bootstrapParser) certificateProviders(path string, raw json.RawMessage) map[string]CertificateProvider {
+	obj, ok := p.object(path, raw)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]CertificateProvider, len(obj))
+	for _, name := range bsSortedKeys(obj) {
+		cpath := bsKey(path, name)
+		c, ok := p.object(cpath, obj[name])
+		if !ok {
+			continue
+		}
+		var cp CertificateProvider
+		if v, ok := bsField(c, "plugin_name"); ok {
+			cp.PluginName, _ = p.str(cpath+".plugin_name", v)
+		}
+		if v, ok := bsField(c, "config"); ok {
+			cp.Config = bsCompact(v)
+		}
+		out[name] = cp
+	}
+	return out
+}
+
+// stringList parses an array of strings.
+func (p *bootstrapParser) stringList(path string, raw json.RawMessage) []string {
+	list, ok := p.array(path, raw)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for i, v := range list {
+		if s, ok := p.str(bsIndex(path, i), v); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// The typed accessors below check the JSON kind before decoding, so a
+// wrong type is reported as "want X, got Y" at the value's own path
+// rather than as encoding/json's Go-flavoured message.
+
+func (p *bootstrapParser) object(path string, raw json.RawMessage) (map[string]json.RawMessage, bool) {
+	if k := bsKind(raw); k != "object" {
+		p.fail(path, "want object, got %s", k)
+		return nil, false
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		p.fail(path, "%v", err)
+		return nil, false
+	}
+	return m, true
+}
+
+func (p *bootstrapParser) array(path string, raw json.RawMessage) ([]json.RawMessage, bool) {
+	if k := bsKind(raw); k != "array" {
+		p.fail(path, "want array, got %s", k)
+		return nil, false
+	}
+	var a []json.RawMessage
+	if err := json.Unmarshal(raw, &a); err != nil {
+		p.fail(path, "%v", err)
+		return nil, false
+	}
+	return a, true
+}
+
+func (p *bootstrapParser) str(path string, raw json.RawMessage) (string, bool) {
+	if k := bsKind(raw); k != "string" {
+		p.fail(path, "want string, got %s", k)
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		p.fail(path, "%v", err)
+		return "", false
+	}
+	return s, true
+}
+
+func (p *bootstrapParser) boolean(path string, raw json.RawMessage) (bool, bool) {
+	if k := bsKind(raw); k != "boolean" {
+		p.fail(path, "want boolean, got %s", k)
+		return false, false
+	}
+	var b bool
+	if err := json.Unmarshal(raw, &b); err != nil {
+		p.fail(path, "%v", err)
+		return false, false
+	}
+	return b, true
+}
+
+// The helpers below carry a "bs" prefix to stay clear of the names in
+// the rest of this package.
+
+// bsField returns obj[name], treating null like a missing field.
+func bsField(obj map[string]json.RawMessage, name string) (json.RawMessage, bool) {
+	v, ok := obj[name]
+	if !ok || bsKind(v) == "null" {
+		return nil, false
+	}
+	return v, true
+}
+
+// bsKind names the kind of a valid JSON value by its first byte.
+func bsKind(raw json.RawMessage) string {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	default:
+		return "number"
+	}
+}
+
+// bsCompact returns a copy of valid JSON without insignificant whitespace.
+func bsCompact(raw json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		// Unreachable: raw was validated when the whole input was.
+		return slices.Clone(raw)
+	}
+	return b.Bytes()
+}
+
+func bsIndex(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
+
+func bsKey(path, name string) string { return path + "[" + strconv.Quote(name) + "]" }
+
+func bsSortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,278 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"hash/maphash"
+	"time"
+
+	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	"google.golang.org/grpc/codes"
+
+	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/registry"
+)
+
+// CacheState is the state of a cache entry (gRFC A88), as CSDS reports it.
+type CacheState int
+
+const (
+	// StateRequested: subscribed, nothing received yet.
+	StateRequested CacheState = iota
+	// StateDoesNotExist: the does-not-exist timer fired, or an LDS/CDS
+	// response deleted the resource (which may still be cached).
+	StateDoesNotExist
+	// StateACKed: the resource is valid and cached.
+	StateACKed
+	// StateNACKed: the last version received was invalid; an older one may
+	// still be cached.
+	StateNACKed
+	// StateReceivedError: the server sent an xRFC TP3 error; the resource
+	// may still be cached.
+	StateReceivedError
+	// StateTimeout: the does-not-exist timer fired on a server with
+	// resource_timer_is_transient_error.
+	StateTimeout
+)
+
+var stateNames = [...]string{"REQUESTED", "DOES_NOT_EXIST", "ACKED", "NACKED", "RECEIVED_ERROR", "TIMEOUT"}
+
+func (s CacheState) String() string {
+	if s >= 0 && int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("CacheState(%d)", int(s))
+}
+
+// ClientStatus maps the state to CSDS's ClientResourceStatus.
+func (s CacheState) ClientStatus() adminpb.ClientResourceStatus {
+	switch s {
+	case StateRequested:
+		return adminpb.ClientResourceStatus_REQUESTED
+	case StateDoesNotExist:
+		return adminpb.ClientResourceStatus_DOES_NOT_EXIST
+	case StateACKed:
+		return adminpb.ClientResourceStatus_ACKED
+	case StateNACKed:
+		return adminpb.ClientResourceStatus_NACKED
+	case StateReceivedError:
+		return adminpb.ClientResourceStatus_RECEIVED_ERROR
+	case StateTimeout:
+		return adminpb.ClientResourceStatus_TIMEOUT
+	}
+	return adminpb.ClientResourceStatus_UNKNOWN
+}
+
+// MetricLabel is the grpc.xds.cache_state label of gRFC A78 as extended by
+// A88: a state, and whether a resource is cached in it.
+func (s CacheState) MetricLabel(cached bool) string {
+	switch s {
+	case StateRequested:
+		return "requested"
+	case StateDoesNotExist:
+		if cached {
+			return "does_not_exist_but_cached"
+		}
+		return "does_not_exist"
+	case StateACKed:
+		return "acked"
+	case StateNACKed:
+		if cached {
+			return "nacked_but_cached"
+		}
+		return "nacked"
+	case StateReceivedError:
+		if cached {
+			return "received_error_but_cached"
+		}
+		return "received_error"
+	case StateTimeout:
+		return "timeout"
+	}
+	return "unknown"
+}
+
+// entry is the cache entry of one (type, name): the resource in use and
+// the last error, held independently (A88), and the watchers.
+type entry struct {
+	typ      registry.ResourceType
+	name     string // cache key: the name, canonical for xdstp
+	auth     *authority
+	watchers map[*watch]struct{}
+	// orphaned: no watcher, waiting for a request without it to be sent.
+	orphaned bool
+
+	value   registry.Resource // nil when nothing usable is cached
+	raw     []byte            // serialized form of value
+	rawHash uint64
+	source  *channel // the server value came from
+	version string
+	updated time.Time
+
+	state         CacheState
+	err           *Error // why the entry is not ACKED
+	failedVersion string
+	failedAt      time.Time
+	// ambient is the last error given to watchers as ambient; a new
+	// watcher sees it after the cached resource.
+	ambient error
+}
+
+// contentKey indexes cached resources by their bytes, so a resource
+// re-sent unchanged is recognized without decoding it.
+type contentKey struct {
+	typeURL string
+	hash    uint64
+}
+
+func (e *Engine) setRawLocked(en *entry, raw []byte) {
+	if en.raw != nil {
+		k := contentKey{en.typ.TypeURL, en.rawHash}
+		if e.byContent[k] == en {
+			delete(e.byContent, k)
+		}
+	}
+	en.raw = raw
+	if raw != nil {
+		en.rawHash = maphash.Bytes(e.hashSeed, raw)
+		e.byContent[contentKey{en.typ.TypeURL, en.rawHash}] = en
+	}
+}
+
+// cachedByContent returns the entry already holding exactly raw as a valid
+// resource from channel c, or nil. Decoding is then skipped: the decoder
+// is deterministic and the validator saw the same server.
+func (e *Engine) cachedByContent(typeURL, wrapperName string, raw []byte, c *channel) *entry {
+	var en *entry
+	if wrapperName != "" {
+		_, en = e.lookupEntryLocked(typeURL, wrapperName)
+	} else {
+		en = e.byContent[contentKey{typeURL, maphash.Bytes(e.hashSeed, raw)}]
+	}
+	if en == nil || en.value == nil || en.source != c || !bytes.Equal(en.raw, raw) {
+		return nil
+	}
+	return en
+}
+
+func (e *Engine) dropValueLocked(en *entry) {
+	en.value = nil
+	en.source = nil
+	e.setRawLocked(en, nil)
+}
+
+// onValidLocked stores a valid resource and tells the watchers: the new
+// resource when it changed, or a cleared ambient error when it did not.
+func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, version string, c *channel, gate *readGate) {
+	identical := en.value != nil && (bytes.Equal(en.raw, raw) || resourcesEqual(en.value, value))
+	en.version = version
+	en.updated = e.clock.Now()
+	en.state = StateACKed
+	en.err = nil
+	en.failedVersion = ""
+	en.failedAt = time.Time{}
+	en.source = c
+	if !bytes.Equal(en.raw, raw) {
+		e.setRawLocked(en, raw)
+	}
+	if identical {
+		if en.ambient != nil {
+			en.ambient = nil
+			e.notifyAmbientLocked(en, nil, gate)
+		}
+		return
+	}
+	en.value = value
+	en.ambient = nil
+	e.notifyChangedLocked(en, value, nil, gate)
+}
+
+func resourcesEqual(a, b registry.Resource) bool {
+	if eq, ok := a.(registry.Equaler); ok {
+		return eq.Equal(b)
+	}
+	return false
+}
+
+// onDataErrorLocked applies a NACK, an LDS/CDS deletion or a TP3 error
+// (A88's table): the state and error are recorded; a cached resource is
+// kept or dropped as the server's features decide; watchers get an
+// ambient error while a resource is cached and a changed error otherwise.
+func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason, version string, c *channel, gate *readGate) {
+	switch reason {
+	case features.ReasonNACK:
+		en.state = StateNACKed
+	case features.ReasonDeletion:
+		en.state = StateDoesNotExist
+	case features.ReasonServerReported:
+		en.state = StateReceivedError
+	}
+	if en.value != nil {
+		action := features.Keep
+		legacyDeletion := e.switches.DisableDataErrorHandling && reason == features.ReasonDeletion
+		if legacyDeletion {
+			action = features.Drop // before A88 a deletion dropped the resource (A53)
+		}
+		if err.Class() == features.DataError {
+			action = c.features.ErrorAction(features.ErrorEvent{
+				Class: features.DataError, Reason: reason, Code: err.Code,
+				TypeURL: en.typ.TypeURL, Name: en.name, Err: err,
+			}, action)
+		}
+		if action == features.Drop {
+			e.dropValueLocked(en)
+		} else if legacyDeletion {
+			// ignore_resource_deletion before A88: no state change and
+			// no notification, only a log line.
+			en.state = StateACKed
+			e.log.Warn("xDS resource deletion ignored (ignore_resource_deletion)",
+				"type", en.typ.ShortName(), "name", en.name, "server", c.server.URI)
+			return
+		}
+	}
+	en.err = err
+	en.failedVersion = version
+	en.failedAt = e.clock.Now()
+	if en.value != nil {
+		en.ambient = err
+		e.notifyAmbientLocked(en, err, gate)
+		return
+	}
+	en.ambient = nil
+	e.notifyChangedLocked(en, nil, err, gate)
+}
+
+// onTimerLocked handles the does-not-exist timer's expiry for an uncached
+// resource: always OnResourceChanged (A88), NOT_FOUND or, with
+// resource_timer_is_transient_error, UNAVAILABLE.
+func (e *Engine) onTimerLocked(en *entry, c *channel) {
+	if en.value != nil {
+		return
+	}
+	t := c.timerLocked()
+	var err *Error
+	if t.Transient {
+		en.state = StateTimeout
+		err = e.newError(KindTimeout, codes.Unavailable, en, c, fmt.Errorf("timeout obtaining resource from xDS server after %v", t.Timeout))
+	} else {
+		en.state = StateDoesNotExist
+		err = e.newError(KindDoesNotExist, codes.NotFound, en, c, fmt.Errorf("resource does not exist (not received within %v)", t.Timeout))
+	}
+	en.err = err
+	en.failedVersion = ""
+	en.failedAt = time.Time{}
+	e.log.Info("xDS resource not received in time", "type", en.typ.ShortName(), "name", en.name, "server", c.server.URI, "state", en.state.String())
+	e.notifyChangedLocked(en, nil, err, nil)
+}
+
+func (e *Engine) newError(kind Kind, code codes.Code, en *entry, c *channel, cause error) *Error {
+	err := &Error{Kind: kind, Code: code, NodeID: e.nodeID, Err: cause}
+	if en != nil {
+		err.TypeURL = en.typ.TypeURL
+		err.Name = en.name
+	}
+	if c != nil {
+		err.ServerURI = c.server.URI
+	}
+	return err
+}

@@ -1,0 +1,306 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/registry"
+)
+
+// channel is the engine's connection to one xDS server, shared by every
+// authority that lists the server. Its accepted version per type outlives
+// streams; a fallback server, being another channel, starts from none.
+type channel struct {
+	e          *Engine
+	server     ServerConfig
+	key        string
+	features   features.Set
+	serverInfo registry.ServerInfo
+	transport  Transport
+	buildErr   error
+
+	auths    map[*authority]struct{}
+	versions map[string]string // type URL → last accepted version_info
+	// status is non-nil from a connectivity failure until the next
+	// response: the error watchers were told (A57).
+	status *Error
+
+	stream    *adsStream
+	retries   int         // consecutive streams that failed without a response
+	stopRetry func() bool // pending backoff timer
+	closed    bool
+}
+
+// channelLocked returns the channel for a server, creating it (and its
+// transport) on first use.
+func (e *Engine) channelLocked(s ServerConfig) *channel {
+	key := s.key()
+	if c, ok := e.channels[key]; ok {
+		return c
+	}
+	fs := features.Resolve(s.ServerFeatures, e.known...)
+	c := &channel{
+		e:          e,
+		server:     s,
+		key:        key,
+		features:   fs,
+		serverInfo: registry.ServerInfo{URI: s.URI, Features: fs},
+		auths:      make(map[*authority]struct{}),
+		versions:   make(map[string]string),
+	}
+	c.transport, c.buildErr = e.cfg.Transport.Build(s)
+	if c.buildErr != nil {
+		e.log.Error("xDS transport", "server", s.URI, "error", c.buildErr)
+	}
+	e.channels[key] = c
+	return c
+}
+
+// typeChangedLocked is called when the set of names of a type subscribed
+// on this channel may have changed.
+func (c *channel) typeChangedLocked(typeURL string) {
+	if c.closed {
+		return
+	}
+	switch {
+	case c.stream != nil:
+		c.stream.subChanges.Add(1)
+		c.stream.markDirtyLocked(typeURL)
+	case c.stopRetry == nil:
+		c.startStreamLocked()
+	}
+}
+
+// subscriptionsLocked returns, sorted, the names of a type this channel
+// must subscribe to. Orphaned entries are left out and, when this is
+// their authority's active channel, deleted: the request about to be
+// written unsubscribes them.
+func (c *channel) subscriptionsLocked(typeURL string) []string {
+	var names []string
+	var gone []*entry
+	for a := range c.auths {
+		for name, en := range a.resources[typeURL] {
+			if en.orphaned {
+				if a.active() == c {
+					gone = append(gone, en)
+				}
+				continue
+			}
+			names = append(names, name)
+		}
+	}
+	for _, en := range gone {
+		c.e.removeEntryLocked(en)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// subscribedTypesLocked lists the types with at least one watched name.
+func (c *channel) subscribedTypesLocked() []string {
+	var types []string
+	for a := range c.auths {
+		for t, byName := range a.resources {
+			if len(byName) > 0 && !slices.Contains(types, t) {
+				types = append(types, t)
+			}
+		}
+	}
+	slices.Sort(types)
+	return types
+}
+
+func (c *channel) startStreamLocked() {
+	if c.closed || c.e.closed {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &adsStream{c: c, ctx: ctx, cancel: cancel, types: make(map[string]*streamType),
+		dirty: make(map[string]bool), wake: make(chan struct{}, 1)}
+	c.stream = s
+	c.e.streamsRun.Add(1)
+	go s.run()
+}
+
+// onStreamEndLocked handles the end of a stream (A57): a stream that saw
+// a response ended normally and is replaced at once with backoff reset;
+// one that saw none is a connectivity failure, reported to watchers (or
+// answered by fallback) and retried after backoff.
+func (c *channel) onStreamEndLocked(s *adsStream, err error) {
+	s.endLocked()
+	if c.stream != s {
+		return
+	}
+	c.stream = nil
+	if c.closed || c.e.closed {
+		return
+	}
+	if s.seenResponse {
+		c.retries = 0
+		c.e.log.Info("xDS stream closed after responses; reconnecting", "server", c.server.URI, "error", err)
+		if len(c.subscribedTypesLocked()) > 0 {
+			c.startStreamLocked()
+		}
+		return
+	}
+	cause := fmt.Errorf("xDS stream failed with no responses received: %w", err)
+	c.onConnectivityFailureLocked(cause)
+	if c.closed || len(c.subscribedTypesLocked()) == 0 {
+		return
+	}
+	delay := c.e.backoff(c.retries)
+	c.retries++
+	c.e.log.Debug("xDS stream retry scheduled", "server", c.server.URI, "in", delay)
+	c.stopRetry = c.e.clock.AfterFunc(delay, func() {
+		c.e.mu.Lock()
+		defer c.e.mu.Unlock()
+		c.stopRetry = nil
+		if c.stream == nil && len(c.subscribedTypesLocked()) > 0 {
+			c.startStreamLocked()
+		}
+	})
+}
+
+// onConnectivityFailureLocked records that the server is unreachable and,
+// for each authority using it as its active server, falls back or tells
+// the watchers: an ambient error where a resource is cached, a changed
+// error where none is (A88). A successful fallback shows them nothing.
+func (c *channel) onConnectivityFailureLocked(cause error) {
+	wasHealthy := c.status == nil
+	c.status = &Error{Kind: KindConnectivity, Code: codes.Unavailable, ServerURI: c.server.URI, NodeID: c.e.nodeID, Err: cause}
+	if wasHealthy {
+		c.e.log.Warn("xDS server unreachable", "server", c.server.URI, "error", cause)
+		c.e.metrics.serverFailure(c)
+	}
+	for _, a := range c.authsSortedLocked() {
+		if a.active() != c {
+			continue
+		}
+		if c.e.maybeFallbackLocked(a) {
+			continue
+		}
+		if wasHealthy {
+			c.e.notifyChannelErrorLocked(a, c)
+		}
+	}
+}
+
+// onHealthyLocked runs on every response: the server is reachable, and per
+// A71 it becomes the active server of each authority that listed it, whose
+// lower-priority servers are released at once.
+func (c *channel) onHealthyLocked() {
+	if c.status != nil {
+		c.status = nil
+		c.e.log.Info("xDS server reachable", "server", c.server.URI)
+	}
+	for _, a := range c.authsSortedLocked() {
+		i := slices.Index(a.channels, c)
+		if i < 0 || i == len(a.channels)-1 {
+			continue
+		}
+		lower := a.channels[i+1:]
+		a.channels = a.channels[:i+1]
+		for _, l := range lower {
+			c.e.log.Info("xDS fallback ended: primary is back", "authority", a.displayName(), "server", c.server.URI, "released", l.server.URI)
+			l.releaseLocked(a)
+		}
+	}
+}
+
+func (c *channel) authsSortedLocked() []*authority {
+	out := make([]*authority, 0, len(c.auths))
+	for a := range c.auths {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(x, y *authority) int {
+		switch {
+		case x.name < y.name:
+			return -1
+		case x.name > y.name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// releaseLocked removes an authority; a channel no authority uses is shut
+// down: its stream ends without an unsubscription, as gRPC does.
+func (c *channel) releaseLocked(a *authority) {
+	delete(c.auths, a)
+	if len(c.auths) > 0 {
+		for t := range a.resources {
+			c.typeChangedLocked(t)
+		}
+		return
+	}
+	if c.e.channels[c.key] == c {
+		delete(c.e.channels, c.key)
+	}
+	if t := c.shutdownLocked(); t != nil {
+		// Closing a gRPC connection can take a moment; not under the lock.
+		c.e.streamsRun.Add(1)
+		go func() {
+			defer c.e.streamsRun.Done()
+			t.Close()
+		}()
+	}
+}
+
+// shutdownLocked ends the stream and retries and returns the transport for
+// the caller to close.
+func (c *channel) shutdownLocked() Transport {
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	if c.stopRetry != nil {
+		c.stopRetry()
+		c.stopRetry = nil
+	}
+	if c.stream != nil {
+		c.stream.endLocked()
+		c.stream = nil
+	}
+	return c.transport
+}
+
+// timerLocked is the does-not-exist timer for resources from this server.
+func (c *channel) timerLocked() features.Timer {
+	t := c.features.ResourceTimer(features.DefaultTimer)
+	if c.e.cfg.ResourceTimeout > 0 {
+		t.Timeout = c.e.cfg.ResourceTimeout
+	}
+	return t
+}
+
+// channelErrorFor is the connectivity error as one resource's watchers see it.
+func (e *Engine) channelErrorFor(c *channel, en *entry) *Error {
+	err := *c.status
+	err.TypeURL = en.typ.TypeURL
+	err.Name = en.name
+	return &err
+}
+
+// notifyChannelErrorLocked tells every watcher of the authority that its
+// server is unreachable. The cache state does not change (A88).
+func (e *Engine) notifyChannelErrorLocked(a *authority, c *channel) {
+	for _, byName := range a.resources {
+		for _, en := range byName {
+			if len(en.watchers) == 0 {
+				continue
+			}
+			err := e.channelErrorFor(c, en)
+			if en.value != nil {
+				en.ambient = err
+				e.notifyAmbientLocked(en, err, nil)
+			} else {
+				e.notifyChangedLocked(en, nil, err, nil)
+			}
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// serializer runs callbacks one at a time, in the order they were
+// scheduled, on a goroutine of its own. Scheduling never blocks: the queue
+// is unbounded, so the engine can schedule while holding its lock and the
+// order watchers see is the order the engine decided in.
+type serializer struct {
+	mu      sync.Mutex
+	queue   []func()
+	wake    chan struct{}
+	closed  bool
+	stopped chan struct{}
+}
+
+func newSerializer() *serializer {
+	s := &serializer{wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	go s.run()
+	return s
+}
+
+// schedule queues f; it reports false, without queueing, after close.
+func (s *serializer) schedule(f func()) bool {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return false
+	}
+	s.queue = append(s.queue, f)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (s *serializer) run() {
+	defer close(s.stopped)
+	for {
+		s.mu.Lock()
+		if len(s.queue) == 0 {
+			if s.closed {
+				s.mu.Unlock()
+				return
+			}
+			s.mu.Unlock()
+			<-s.wake
+			continue
+		}
+		f := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		s.mu.Unlock()
+		f()
+	}
+}
+
+// close stops accepting callbacks, drops the queued ones and waits for the
+// running one to return.
+func (s *serializer) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.queue = nil
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	<-s.stopped
+}
+
+// readGate holds back the next read from an ADS stream until every watcher
+// notified of the previous response has called done (gRFC A88's flow
+// control; grpc-go's ADS flow control works the same way).
+type readGate struct {
+	pending atomic.Int64
+	open    chan struct{}
+	once    sync.Once
+}
+
+// newReadGate returns a gate holding one token of its own, released by
+// arm once every notification of the response has been scheduled, so that
+// early done calls cannot open the gate while more are being added.
+func newReadGate() *readGate {
+	g := &readGate{open: make(chan struct{})}
+	g.pending.Store(1)
+	return g
+}
+
+func (g *readGate) add() { g.pending.Add(1) }
+
+func (g *readGate) release() {
+	if g.pending.Add(-1) == 0 {
+		g.once.Do(func() { close(g.open) })
+	}
+}
+
+// arm releases the gate's own token.
+func (g *readGate) arm() { g.release() }
+
+func (g *readGate) wait(ctx context.Context) error {
+	select {
+	case <-g.open:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// doneFunc returns the done callback of one notification: safe to call
+// more than once, it counts only the first call.
+func doneFunc(g *readGate) func() {
+	if g == nil {
+		return func() {}
+	}
+	var called atomic.Bool
+	return func() {
+		if called.CompareAndSwap(false, true) {
+			g.release()
+		}
+	}
+}

@@ -1,0 +1,179 @@
+package xdsname
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Scheme is the URI scheme of new-style resource names.
+const Scheme = "xdstp"
+
+// schemePrefix marks a new-style name. gRPC decides between the two forms
+// by this prefix alone (A47), case-sensitively, so "XDSTP://..." is an
+// old-style name.
+const schemePrefix = Scheme + ":"
+
+// Name is a parsed resource name. Every field holds decoded text; String
+// percent-encodes it again.
+type Name struct {
+	// Scheme is "xdstp" for a new-style name and "" for an old-style one.
+	Scheme string
+	// Authority is the URI authority of a new-style name; it may be
+	// empty ("xdstp:///type/id"), which A47 keys as the empty string.
+	Authority string
+	// Type is the resource type without a type URL prefix, e.g.
+	// "envoy.config.listener.v3.Listener". It never contains '/'.
+	Type string
+	// ID is the rest of the path of a new-style name, possibly with '/'
+	// in it, or the whole of an old-style name.
+	ID string
+	// ContextParams are the query parameters of a new-style name; nil
+	// when there are none.
+	ContextParams map[string]string
+}
+
+// IsXDSTP reports whether n is a new-style xdstp:// name.
+func (n Name) IsXDSTP() bool { return n.Scheme == Scheme }
+
+// Parse parses a resource name. A name that does not start with "xdstp:"
+// is old-style and parses as Name{ID: s} without error. An xdstp name must
+// have the form "xdstp://authority/type/id?params", with a non-empty type
+// and id and valid percent-encoding; a "#" fragment is ignored.
+func Parse(s string) (Name, error) {
+	if !strings.HasPrefix(s, schemePrefix) {
+		return Name{ID: s}, nil
+	}
+	fail := func(format string, args ...any) (Name, error) {
+		return Name{}, fmt.Errorf("xdsname: %q: %s", s, fmt.Sprintf(format, args...))
+	}
+	rest, ok := strings.CutPrefix(s, schemePrefix+"//")
+	if !ok {
+		return fail(`an xdstp name must start with "xdstp://"`)
+	}
+	// Raw control characters cannot appear in a URI; Go's url.Parse,
+	// which grpc-go uses, rejects them too. Encoded ones are fine.
+	if i := strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
+		return fail("control character at byte offset %d", i)
+	}
+	rest, _, _ = strings.Cut(rest, "#")
+	rest, rawQuery, _ := strings.Cut(rest, "?")
+	rawAuthority, rawPath, ok := strings.Cut(rest, "/")
+	if !ok {
+		return fail("missing resource type path segment")
+	}
+	authority, err := unescape(rawAuthority)
+	if err != nil {
+		return fail("authority: %v", err)
+	}
+	path, err := unescape(rawPath)
+	if err != nil {
+		return fail("path: %v", err)
+	}
+	typ, id, _ := strings.Cut(path, "/")
+	if typ == "" {
+		return fail("missing resource type path segment")
+	}
+	if id == "" {
+		return fail("missing resource id path segment after the type")
+	}
+	params, err := parseQuery(rawQuery)
+	if err != nil {
+		return fail("context params: %v", err)
+	}
+	return Name{Scheme: Scheme, Authority: authority, Type: typ, ID: id, ContextParams: params}, nil
+}
+
+// parseQuery splits a raw query into decoded context params, skipping
+// empty pairs. A key without '=' has the empty value.
+func parseQuery(raw string) (map[string]string, error) {
+	var params map[string]string
+	for pair := range strings.SplitSeq(raw, "&") {
+		if pair == "" {
+			continue
+		}
+		rawKey, rawValue, _ := strings.Cut(pair, "=")
+		key, err := unescape(rawKey)
+		if err != nil {
+			return nil, err
+		}
+		value, err := unescape(rawValue)
+		if err != nil {
+			return nil, err
+		}
+		if params == nil {
+			params = make(map[string]string)
+		}
+		params[key] = value // last one wins, as A47 suggests
+	}
+	return params, nil
+}
+
+// String returns n in canonical form: an old-style name's ID unchanged, or
+// an xdstp URI with its context params sorted by key and each component
+// percent-encoded where RFC 3986 requires it (uppercase hex). For any
+// Name that Parse returned, parsing the result gives the same Name, and
+// equal names give equal strings, which makes the result usable as a
+// cache key. (A hand-built xdstp Name needs a non-empty Type without '/'
+// and a non-empty ID for that to hold.)
+func (n Name) String() string {
+	if n.Scheme == "" {
+		return n.ID
+	}
+	var b strings.Builder
+	b.WriteString(n.Scheme)
+	b.WriteString("://")
+	escapeTo(&b, n.Authority, inAuthority)
+	b.WriteByte('/')
+	escapeTo(&b, n.Type, inSegment)
+	b.WriteByte('/')
+	escapeTo(&b, n.ID, inPath)
+	keys := make([]string, 0, len(n.ContextParams))
+	for k := range n.ContextParams {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
+		if i == 0 {
+			b.WriteByte('?')
+		} else {
+			b.WriteByte('&')
+		}
+		escapeTo(&b, k, inQuery)
+		b.WriteByte('=')
+		escapeTo(&b, n.ContextParams[k], inQuery)
+	}
+	return b.String()
+}
+
+// Canonical parses s and returns its canonical form (see [Name.String]).
+// Old-style names come back unchanged.
+func Canonical(s string) (string, error) {
+	n, err := Parse(s)
+	if err != nil {
+		return "", err
+	}
+	return n.String(), nil
+}
+
+// TypeFromURL returns the resource type an xdstp name carries for a type
+// URL: the URL without its "type.googleapis.com/" prefix. Like protobuf's
+// Any, it takes everything after the last '/', so other hosts work too;
+// a string without '/' is returned unchanged.
+func TypeFromURL(typeURL string) string {
+	return typeURL[strings.LastIndexByte(typeURL, '/')+1:]
+}
+
+// CheckType returns an error if n is an xdstp name whose type segment is
+// not the type of typeURL. gRPC rejects such names (C-core's XdsClient:
+// "xdstp URI path must indicate valid xDS resource type"), both in watches
+// and in responses. Old-style names carry no type and always pass.
+func CheckType(n Name, typeURL string) error {
+	if !n.IsXDSTP() {
+		return nil
+	}
+	if want := TypeFromURL(typeURL); n.Type != want {
+		return fmt.Errorf("xdsname: %q: resource type %q in the name does not match %q", n.String(), n.Type, want)
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -133,3 +134,5 @@ func recvNames(t *testing.T, st *scriptedads.Stream, typeURL string, names ...st
 		}
 	}
 }
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

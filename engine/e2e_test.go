@@ -1,0 +1,122 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+
+	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
+	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
+	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
+)
+
+// fastDial keeps gRPC's own reconnection backoff short, so that a restarted
+// management server is found in milliseconds.
+var fastDial = grpc.WithConnectParams(grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.2, MaxDelay: 100 * time.Millisecond},
+	MinConnectTimeout: time.Second,
+})
+
+// realClockEngine is an engine on the real clock with short retry delays.
+func realClockEngine(t *testing.T, addr string, mutate func(*engine.Config)) *engine.Engine {
+	t.Helper()
+	sw := engine.Switches{}
+	cfg := engine.Config{
+		Bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{engine.InsecureServer(addr)}, Node: engine.Node{ID: nodeID}},
+		Registry:  testtype.Registry(),
+		Transport: engine.GRPCTransport(fastDial),
+		Backoff:   func(int) time.Duration { return 20 * time.Millisecond },
+		Switches:  &sw,
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	e, err := engine.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func field(t *testing.T, ev watchrec.Event, key string) any {
+	t.Helper()
+	if ev.Err != nil {
+		t.Fatalf("got %v, want a resource", ev)
+	}
+	return ev.Resource.(*testtype.Resource).Fields[key]
+}
+
+// TestEndToEndGoControlPlane drives the engine against go-control-plane's
+// server: watch, update, NACK, outage with cached data, restart.
+func TestEndToEndGoControlPlane(t *testing.T) {
+	srv := mgmt.Start(t, mgmt.Options{Name: "primary"})
+	srv.Set(mgmt.R("a", testtype.Message("a", "v", "1")).As(thing), mgmt.R("l", testtype.Message("l")).As(required))
+	e := realClockEngine(t, srv.Addr(), nil)
+
+	w := watchrec.New()
+	e.Watch(thing, "a", w)
+	wl := watchrec.New()
+	e.Watch(required, "l", wl)
+	if v := field(t, w.NextChanged(t), "v"); v != "1" {
+		t.Fatalf("v = %v, want 1", v)
+	}
+	wl.NextChanged(t)
+
+	srv.Set(mgmt.R("a", testtype.Message("a", "v", "2")).As(thing), mgmt.R("l", testtype.Message("l")).As(required))
+	if v := field(t, w.NextChanged(t), "v"); v != "2" {
+		t.Fatalf("after update v = %v, want 2", v)
+	}
+
+	// An invalid update is NACKed and the last good version stays.
+	srv.Update(thing, mgmt.R("a", testtype.Message("a", "invalid", "port 0")).As(thing))
+	checkEvent(t, w.NextAmbient(t), true, codes.InvalidArgument)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := srv.WaitForRequest(ctx, mgmt.IsNACK(thing)); err != nil {
+		t.Fatalf("server saw no NACK: %v", err)
+	}
+
+	// Outage: cached data stays in use, watchers hear of it as ambient.
+	srv.Stop()
+	checkEvent(t, w.NextAmbient(t), true, codes.Unavailable)
+	checkEvent(t, wl.NextAmbient(t), true, codes.Unavailable)
+
+	// Restart with a new version: the engine reconnects and delivers it.
+	srv.Set(mgmt.R("a", testtype.Message("a", "v", "3")).As(thing), mgmt.R("l", testtype.Message("l")).As(required))
+	srv.Restart()
+	if v := field(t, w.NextChanged(t), "v"); v != "3" {
+		t.Fatalf("after restart v = %v, want 3", v)
+	}
+	// The listener came back unchanged: only the ambient error is cleared.
+	if ev := wl.NextAmbient(t); ev.Err != nil {
+		t.Fatalf("got %v, want the ambient error cleared", ev)
+	}
+
+	// Deleting the listener from the state of the world (A88 default:
+	// ambient NOT_FOUND, resource kept).
+	srv.Set(mgmt.R("a", testtype.Message("a", "v", "3")).As(thing))
+	checkEvent(t, wl.NextAmbient(t), true, codes.NotFound)
+}
+
+// TestEndToEndRealClockTimer runs the does-not-exist timer on the real
+// clock with a short timeout against a server that does not have the
+// resource.
+func TestEndToEndRealClockTimer(t *testing.T) {
+	srv := mgmt.Start(t, mgmt.Options{})
+	srv.Set(mgmt.R("present", testtype.Message("present")).As(thing))
+	e := realClockEngine(t, srv.Addr(), func(c *engine.Config) { c.ResourceTimeout = 150 * time.Millisecond })
+	w := watchrec.New()
+	start := time.Now()
+	e.Watch(thing, "missing", w)
+	checkEvent(t, w.NextChanged(t), false, codes.NotFound)
+	if d := time.Since(start); d < 150*time.Millisecond || d > 5*time.Second {
+		t.Fatalf("does-not-exist after %v, want about 150ms", d)
+	}
+	t.Logf("does-not-exist reported %v after the watch (timeout 150ms)", time.Since(start).Round(time.Millisecond))
+}

@@ -170,7 +170,7 @@ func (s *adsStream) sendLoop() {
 // milliseconds; an ACK, which changes no subscription, is not delayed.
 func (s *adsStream) settle() {
 	const (
-		quiet = 100 * time.Microsecond
+		quiet = 250 * time.Microsecond
 		limit = 20 * time.Millisecond
 	)
 	last := s.subChanges.Load()

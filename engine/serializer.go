@@ -75,6 +75,18 @@ func (s *serializer) close() {
 	<-s.stopped
 }
 
+// closeAsync stops accepting callbacks; the queued ones still run and the
+// goroutine ends after them. It does not wait, so a callback may call it.
+func (s *serializer) closeAsync() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
 // readGate holds back the next read from an ADS stream until every watcher
 // notified of the previous response has called done (gRFC A88's flow
 // control; grpc-go's ADS flow control works the same way).

@@ -1,0 +1,220 @@
+package engine_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
+	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
+	"github.com/xdsengine/xdsengine/registry"
+)
+
+// graphRec records graph deliveries.
+type graphRec struct{ ch chan graphEvent }
+
+type graphEvent struct {
+	g   *engine.Graph
+	err error
+}
+
+func newGraphRec() *graphRec { return &graphRec{ch: make(chan graphEvent, 100)} }
+
+func (r *graphRec) OnGraphChanged(g *engine.Graph, err error, done func()) {
+	done()
+	r.ch <- graphEvent{g, err}
+}
+
+func (r *graphRec) next(t *testing.T) graphEvent {
+	t.Helper()
+	select {
+	case ev := <-r.ch:
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no graph delivery within 10s")
+	}
+	return graphEvent{}
+}
+
+func (r *graphRec) nextGraph(t *testing.T) *engine.Graph {
+	t.Helper()
+	ev := r.next(t)
+	if ev.err != nil {
+		t.Fatalf("graph error %v, want a graph", ev.err)
+	}
+	return ev.g
+}
+
+// shape renders a graph as "name(dep,dep) ..." in walk order.
+func shape(g *engine.Graph) string {
+	var parts []string
+	g.Walk(func(depth int, n *engine.GraphNode) {
+		parts = append(parts, strings.Repeat(">", depth)+n.Ref.Name)
+	})
+	return strings.Join(parts, " ")
+}
+
+func dep(typeURL, name string) string { return typeURL + "|" + name }
+
+func graphFixture(t *testing.T, mutate func(*engine.Config)) (*mgmt.Server, *engine.Engine) {
+	srv := mgmt.Start(t, mgmt.Options{})
+	return srv, realClockEngine(t, srv.Addr(), mutate)
+}
+
+func TestWatchGraph(t *testing.T) {
+	root := registry.Ref{TypeURL: required, Name: "root"}
+	t.Run("resolves, follows changes, unsubscribes", func(t *testing.T) {
+		srv, e := graphFixture(t, nil)
+		srv.Set(
+			mgmt.R("root", testtype.Message("root", "deps", []any{dep(thing, "mid"), dep(thing, "side")})).As(required),
+			mgmt.R("mid", testtype.Message("mid", "deps", []any{dep(thing, "leaf")})).As(thing),
+			mgmt.R("side", testtype.Message("side")).As(thing),
+			mgmt.R("leaf", testtype.Message("leaf")).As(thing),
+			mgmt.R("other", testtype.Message("other")).As(thing),
+		)
+		r := newGraphRec()
+		cancel := engine.WatchGraph(e, testtype.Registry(), root, r)
+		defer cancel()
+		g := r.nextGraph(t)
+		if got, want := shape(g), "root >mid >>leaf >side"; got != want {
+			t.Fatalf("graph %q, want %q", got, want)
+		}
+		if note := g.ResolutionNote(registry.Ref{TypeURL: thing, Name: "leaf"}); note != "xDS node ID: "+nodeID {
+			t.Fatalf("note = %q, want the node ID", note)
+		}
+		// Re-point the root: mid and leaf leave the graph and are
+		// unsubscribed on the wire.
+		srv.Set(
+			mgmt.R("root", testtype.Message("root", "deps", []any{dep(thing, "other"), dep(thing, "side")})).As(required),
+			mgmt.R("mid", testtype.Message("mid", "deps", []any{dep(thing, "leaf")})).As(thing),
+			mgmt.R("side", testtype.Message("side")).As(thing),
+			mgmt.R("leaf", testtype.Message("leaf")).As(thing),
+			mgmt.R("other", testtype.Message("other")).As(thing),
+		)
+		g = r.nextGraph(t)
+		if got, want := shape(g), "root >other >side"; got != want {
+			t.Fatalf("graph %q, want %q", got, want)
+		}
+		ctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+		defer stop()
+		if _, err := srv.WaitForRequest(ctx, func(req *discoverypb.DiscoveryRequest) bool {
+			return req.GetTypeUrl() == thing && slices.Equal(req.GetResourceNames(), []string{"other", "side"})
+		}); err != nil {
+			t.Fatalf("no request unsubscribing mid and leaf: %v", err)
+		}
+	})
+	t.Run("ambient error lands in the branch's resolution note", func(t *testing.T) {
+		srv, e := graphFixture(t, nil)
+		srv.Set(
+			mgmt.R("root", testtype.Message("root", "deps", []any{dep(thing, "a"), dep(thing, "b")})).As(required),
+			mgmt.R("a", testtype.Message("a")).As(thing),
+			mgmt.R("b", testtype.Message("b")).As(thing),
+		)
+		r := newGraphRec()
+		defer engine.WatchGraph(e, testtype.Registry(), root, r)()
+		r.nextGraph(t)
+		srv.Update(thing, mgmt.R("a", testtype.Message("a", "invalid", "no endpoints")).As(thing), mgmt.R("b", testtype.Message("b")).As(thing))
+		g := r.nextGraph(t)
+		if shape(g) != "root >a >b" {
+			t.Fatalf("graph %q: the last good tree must stay", shape(g))
+		}
+		noteA := g.ResolutionNote(registry.Ref{TypeURL: thing, Name: "a"})
+		noteB := g.ResolutionNote(registry.Ref{TypeURL: thing, Name: "b"})
+		if !strings.Contains(noteA, "no endpoints") || strings.Contains(noteB, "no endpoints") {
+			t.Fatalf("notes a=%q b=%q: the NACK belongs to a's branch only", noteA, noteB)
+		}
+	})
+	t.Run("missing resource is named", func(t *testing.T) {
+		srv, e := graphFixture(t, func(c *engine.Config) { c.ResourceTimeout = 100 * time.Millisecond })
+		srv.Set(mgmt.R("root", testtype.Message("root", "deps", []any{dep(thing, "ghost")})).As(required))
+		r := newGraphRec()
+		defer engine.WatchGraph(e, testtype.Registry(), root, r)()
+		ev := r.next(t)
+		var ee *engine.Error
+		if ev.err == nil || status.Code(ev.err) != codes.NotFound || !asError(ev.err, &ee) || ee.Name != "ghost" || ee.Kind != engine.KindDependency {
+			t.Fatalf("got %v / %v, want NOT_FOUND naming ghost", ev.g, ev.err)
+		}
+	})
+	t.Run("cycle", func(t *testing.T) {
+		srv, e := graphFixture(t, nil)
+		srv.Set(
+			mgmt.R("root", testtype.Message("root", "deps", []any{dep(thing, "x")})).As(required),
+			mgmt.R("x", testtype.Message("x", "deps", []any{dep(thing, "y")})).As(thing),
+			mgmt.R("y", testtype.Message("y", "deps", []any{dep(thing, "x")})).As(thing),
+		)
+		r := newGraphRec()
+		defer engine.WatchGraph(e, testtype.Registry(), root, r)()
+		ev := r.next(t)
+		if ev.err == nil || status.Code(ev.err) != codes.FailedPrecondition || !strings.Contains(ev.err.Error(), "cycle: Thing x -> Thing y -> Thing x") {
+			t.Fatalf("got %v, want a cycle error", ev.err)
+		}
+	})
+	t.Run("composer folds dependencies in", func(t *testing.T) {
+		srv, e := graphFixture(t, func(c *engine.Config) { c.Registry = composingRegistry() })
+		srv.Set(
+			mgmt.R("root", testtype.Message("root", "deps", []any{dep(thing, "p"), dep(thing, "q")})).As(required),
+			mgmt.R("p", testtype.Message("p")).As(thing),
+			mgmt.R("q", testtype.Message("q")).As(thing),
+		)
+		r := newGraphRec()
+		defer engine.WatchGraph(e, composingRegistry(), root, r)()
+		g := r.nextGraph(t)
+		if got := g.Node(root).Resolved.(composed); got != "root[p,q]" {
+			t.Fatalf("resolved root = %v, want root[p,q]", got)
+		}
+		if _, ok := g.Node(root).Resource.(*composite); !ok {
+			t.Fatalf("Resource must stay as decoded, got %T", g.Node(root).Resource)
+		}
+	})
+}
+
+func asError(err error, target **engine.Error) bool {
+	e, ok := err.(*engine.Error)
+	*target = e
+	return ok
+}
+
+// composite is a test resource that implements registry.Composer.
+type composite struct{ *testtype.Resource }
+
+type composed string
+
+func (c *composite) Compose(lookup func(registry.Ref) (registry.Resource, bool)) (registry.Resource, error) {
+	var names []string
+	for _, d := range c.Fields["deps"].([]any) {
+		typeURL, name, _ := strings.Cut(d.(string), "|")
+		r, ok := lookup(registry.Ref{TypeURL: typeURL, Name: name})
+		if !ok {
+			return nil, status.Errorf(codes.Internal, "missing %s", name)
+		}
+		names = append(names, r.(*testtype.Resource).Name)
+	}
+	return composed(c.Name + "[" + strings.Join(names, ",") + "]"), nil
+}
+
+func composingRegistry() *registry.Registry {
+	rt := testtype.Type(required, true)
+	inner := rt.Decoder
+	rt.Decoder = registry.DecoderFunc(func(raw []byte, o registry.DecodeOptions) (registry.DecodeResult, error) {
+		r, err := inner.Decode(raw, o)
+		if err == nil {
+			r.Resource = &composite{r.Resource.(*testtype.Resource)}
+		}
+		return r, err
+	})
+	innerV, innerD := rt.Validator, rt.Dependencies
+	rt.Validator = registry.ValidatorFunc(func(r registry.Resource, o registry.DecodeOptions) error {
+		return innerV.Validate(r.(*composite).Resource, o)
+	})
+	rt.Dependencies = registry.DependencyFunc(func(r registry.Resource) []registry.Ref {
+		return innerD.Dependencies(r.(*composite).Resource)
+	})
+	return registry.MustNew(rt, testtype.Type(thing, false))
+}

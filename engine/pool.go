@@ -1,0 +1,166 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+
+	statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
+
+	"github.com/xdsengine/xdsengine/internal/xdsname"
+)
+
+// Pool hands out one shared Engine per data plane target (gRFC A71):
+// callers of the same target share an engine and its cache, while each
+// target has engines of its own, so a resource missing for one target
+// sends only that target's engine to a fallback server. Engines are
+// reference counted and closed with their last user. A Pool is safe for
+// concurrent use.
+type Pool struct {
+	cfg Config
+
+	mu      sync.Mutex
+	closed  bool
+	engines map[string]*pooled
+}
+
+type pooled struct {
+	e    *Engine
+	refs int
+}
+
+// NewPool returns a pool whose engines are built from cfg, each with
+// Config.Target set to its target.
+func NewPool(cfg Config) (*Pool, error) {
+	// Validate once up front, so Get fails only for reasons of its own.
+	probe, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	probe.Close()
+	return &Pool{cfg: cfg, engines: make(map[string]*pooled)}, nil
+}
+
+// Get returns the engine of target, creating it on first use, and the
+// function that releases this reference; release is idempotent.
+func (p *Pool) Get(target string) (e *Engine, release func(), err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, nil, ErrClosed
+	}
+	pe := p.engines[target]
+	if pe == nil {
+		cfg := p.cfg
+		cfg.Target = target
+		e, err := New(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		pe = &pooled{e: e}
+		p.engines[target] = pe
+	}
+	pe.refs++
+	var once sync.Once
+	return pe.e, func() { once.Do(func() { p.release(target, pe) }) }, nil
+}
+
+func (p *Pool) release(target string, pe *pooled) {
+	p.mu.Lock()
+	pe.refs--
+	last := pe.refs == 0 && p.engines[target] == pe
+	if last {
+		delete(p.engines, target)
+	}
+	p.mu.Unlock()
+	if last {
+		pe.e.Close()
+	}
+}
+
+// Targets returns the targets with an engine, sorted.
+func (p *Pool) Targets() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, 0, len(p.engines))
+	for t := range p.engines {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Dump returns one CSDS ClientConfig per target, sorted by target, each
+// with its target as client_scope (gRFC A71's CSDS change).
+func (p *Pool) Dump() []*statuspb.ClientConfig {
+	p.mu.Lock()
+	engines := make([]*Engine, 0, len(p.engines))
+	for _, pe := range p.engines {
+		engines = append(engines, pe.e)
+	}
+	p.mu.Unlock()
+	out := make([]*statuspb.ClientConfig, 0, len(engines))
+	for _, e := range engines {
+		out = append(out, e.Dump())
+	}
+	slices.SortFunc(out, func(a, b *statuspb.ClientConfig) int { return strings.Compare(a.GetClientScope(), b.GetClientScope()) })
+	return out
+}
+
+// Close closes every engine of the pool; later Gets fail.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	engines := p.engines
+	p.engines = nil
+	p.mu.Unlock()
+	var errs []error
+	for _, pe := range engines {
+		errs = append(errs, pe.e.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// ListenerName returns the Listener resource name for a data plane target
+// such as "xds:///example.com:443" or "xds://authority.example/svc"
+// (gRFC A47): a target with an authority uses that authority's
+// client_listener_resource_name_template (by default
+// "xdstp://<authority>/envoy.config.listener.v3.Listener/%s"), one without
+// uses client_default_listener_resource_name_template (by default "%s").
+// A target that is not a URI is taken as the name part itself.
+func (b *Bootstrap) ListenerName(target string) (string, error) {
+	authority, endpoint := "", target
+	if u, err := url.Parse(target); err == nil && u.Scheme != "" && (u.Opaque != "" || u.Host != "" || u.Path != "") {
+		authority = u.Host
+		endpoint = strings.TrimPrefix(u.Path, "/")
+		if u.Opaque != "" {
+			endpoint = u.Opaque
+		}
+	}
+	if endpoint == "" {
+		return "", fmt.Errorf("target %q: no endpoint name", target)
+	}
+	if authority == "" {
+		tmpl := b.ClientDefaultListenerResourceNameTemplate
+		if tmpl == "" {
+			tmpl = "%s"
+		}
+		return xdsname.ExpandTemplate(tmpl, endpoint), nil
+	}
+	a, ok := b.Authorities[authority]
+	if !ok {
+		return "", fmt.Errorf("target %q: authority %q is not in the bootstrap", target, authority)
+	}
+	tmpl := a.ClientListenerResourceNameTemplate
+	if tmpl == "" {
+		tmpl = "xdstp://" + url.PathEscape(authority) + "/envoy.config.listener.v3.Listener/%s"
+	}
+	return xdsname.ExpandTemplate(tmpl, endpoint), nil
+}

@@ -1,0 +1,93 @@
+package builtin_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/types/builtin"
+	"github.com/xdsengine/xdsengine/types/cds"
+	"github.com/xdsengine/xdsengine/types/eds"
+	"github.com/xdsengine/xdsengine/types/lds"
+	"github.com/xdsengine/xdsengine/types/leds"
+	"github.com/xdsengine/xdsengine/types/rds"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestTypes(t *testing.T) {
+	want := []string{lds.TypeURL, rds.TypeURL, cds.TypeURL, eds.TypeURL, leds.TypeURL}
+	var got []string
+	for _, rt := range builtin.Types() {
+		got = append(got, rt.TypeURL)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Types() URLs = %q, want %q", got, want)
+	}
+	types := builtin.Types()
+	types[0] = registry.ResourceType{}
+	if builtin.Types()[0].TypeURL != lds.TypeURL {
+		t.Error("modifying the result of Types() changed the next result")
+	}
+}
+
+func TestRegistry(t *testing.T) {
+	r := builtin.Registry()
+	if r.Len() != 5 {
+		t.Fatalf("Registry().Len() = %d, want 5", r.Len())
+	}
+	for _, rt := range builtin.Types() {
+		got, ok := r.Lookup(rt.TypeURL)
+		if !ok || got.ShortName() != rt.ShortName() {
+			t.Errorf("Lookup(%q) = %v, %v; want the built-in type", rt.TypeURL, got.ShortName(), ok)
+		}
+	}
+	if builtin.Registry() == r {
+		t.Error("Registry() returned the same registry twice; want a new one per call")
+	}
+	// SotW semantics: LDS and CDS responses carry every resource.
+	for url, want := range map[string]bool{lds.TypeURL: true, rds.TypeURL: false, cds.TypeURL: true, eds.TypeURL: false, leds.TypeURL: false} {
+		if rt, _ := r.Lookup(url); rt.AllResourcesRequiredInSotW != want {
+			t.Errorf("%s AllResourcesRequiredInSotW = %v, want %v", url, rt.AllResourcesRequiredInSotW, want)
+		}
+	}
+}
+
+func TestRegistryRejectsRedefiningABuiltin(t *testing.T) {
+	_, err := builtin.Registry().With(cds.NewType(cds.Options{}))
+	if !errors.Is(err, registry.ErrDuplicateType) {
+		t.Errorf("With(another Cluster type) error = %v, want ErrDuplicateType", err)
+	}
+}
+
+func ExampleRegistry() {
+	for _, url := range builtin.Registry().TypeURLs() {
+		fmt.Println(url)
+	}
+	// Output:
+	// type.googleapis.com/envoy.config.cluster.v3.Cluster
+	// type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment
+	// type.googleapis.com/envoy.config.endpoint.v3.LbEndpointCollection
+	// type.googleapis.com/envoy.config.listener.v3.Listener
+	// type.googleapis.com/envoy.config.route.v3.RouteConfiguration
+}
+
+func TestRegistryForEndpointFallbackSwitch(t *testing.T) {
+	on := builtin.RegistryFor(engine.Switches{})
+	if rt, ok := on.Lookup(leds.TypeURL); !ok || !slices.Contains(rt.ClientFeatures, leds.ClientFeature) {
+		t.Fatalf("LEDS must be registered with its client feature, got %v %v", rt.ClientFeatures, ok)
+	}
+	off := builtin.RegistryFor(engine.Switches{DisableEndpointFallback: true})
+	if _, ok := off.Lookup(leds.TypeURL); ok || off.Len() != 4 {
+		t.Fatalf("with the switch off LEDS must be left out, got %v", off.TypeURLs())
+	}
+	t.Setenv(engine.EnvEndpointFallback, "false")
+	if _, ok := builtin.Registry().Lookup(leds.TypeURL); ok {
+		t.Fatal("Registry() ignored GRPC_EXPERIMENTAL_XDS_ENDPOINT_FALLBACK=false")
+	}
+}

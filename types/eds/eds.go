@@ -1,0 +1,183 @@
+package eds
+
+import (
+	"bytes"
+	"strconv"
+
+	endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/types/internal/endpoint"
+	"github.com/xdsengine/xdsengine/types/leds"
+)
+
+// TypeURL is the type URL of ClusterLoadAssignment resources.
+const TypeURL = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+
+// Type describes ClusterLoadAssignment resources to a registry. A SotW
+// response need not carry every subscribed resource. A resource depends on
+// the LEDS collections its localities name (gRFC A95).
+var Type = NewType(Options{})
+
+// Options vary the EDS type.
+type Options struct {
+	// IgnoreLEDS makes localities ignore leds_cluster_locality_config and
+	// use lb_endpoints, as gRPC does with
+	// GRPC_EXPERIMENTAL_XDS_ENDPOINT_FALLBACK=false (gRFC A95's guard).
+	IgnoreLEDS bool
+}
+
+// NewType returns the EDS type with options.
+func NewType(o Options) registry.ResourceType {
+	return registry.ResourceType{
+		TypeURL:      TypeURL,
+		Name:         "ClusterLoadAssignment",
+		Decoder:      registry.DecoderFunc(o.decode),
+		Dependencies: registry.DependencyFunc(dependencies),
+	}
+}
+
+// Endpoint is one validated LbEndpoint; LEDS uses the same type.
+type Endpoint = endpoint.Endpoint
+
+// HealthStatus is an endpoint's reported health.
+type HealthStatus = endpoint.HealthStatus
+
+// Health statuses, numbered as in envoy.config.core.v3.HealthStatus.
+const (
+	HealthUnknown   = endpoint.HealthUnknown
+	HealthHealthy   = endpoint.HealthHealthy
+	HealthUnhealthy = endpoint.HealthUnhealthy
+	HealthDraining  = endpoint.HealthDraining
+	HealthTimeout   = endpoint.HealthTimeout
+	HealthDegraded  = endpoint.HealthDegraded
+)
+
+// ClusterLoadAssignment is a decoded, validated EDS resource. It must not
+// be modified; the engine hands the same value to every watcher.
+type ClusterLoadAssignment struct {
+	// ClusterName is cluster_name, the resource's name.
+	ClusterName string
+	// Localities are the entries of endpoints whose load_balancing_weight
+	// is set and non-zero, in the order sent; gRPC assigns no load to the
+	// others, so they are left out (gRFC A27). Their priorities run from 0
+	// without gaps.
+	Localities []Locality
+	// Drops are policy.drop_overloads, in order.
+	Drops []DropOverload
+
+	raw []byte
+	// composed is set on values returned by Compose; sources are the LEDS
+	// collections they were built from, in locality order.
+	composed bool
+	sources  []*leds.LbEndpointCollection
+}
+
+// LocalityID names a locality.
+type LocalityID struct {
+	Region, Zone, SubZone string
+}
+
+// String formats id for logs and errors.
+func (id LocalityID) String() string {
+	return "{region=" + strconv.Quote(id.Region) + ", zone=" + strconv.Quote(id.Zone) +
+		", sub_zone=" + strconv.Quote(id.SubZone) + "}"
+}
+
+// Locality is one weighted group of endpoints within a priority.
+type Locality struct {
+	ID LocalityID
+	// Priority is 0 for the most preferred priority.
+	Priority uint32
+	// Weight is load_balancing_weight, never 0.
+	Weight uint32
+	// Endpoints are lb_endpoints, in order, every health status included
+	// (see [Endpoint.Usable]). For a locality with an LEDSCollection they
+	// are empty until [ClusterLoadAssignment.Compose] fills them in.
+	Endpoints []Endpoint
+	// LEDSCollection is leds_cluster_locality_config.leds_collection_name
+	// when the locality's endpoints live in an LbEndpointCollection
+	// (gRFC A95), else "".
+	LEDSCollection string
+}
+
+// DropOverload is one category of calls the client drops itself.
+type DropOverload struct {
+	Category string
+	// PartsPerMillion is drop_percentage scaled to a denominator of one
+	// million and capped there.
+	PartsPerMillion uint32
+}
+
+// Composed reports whether c came from Compose, so that the Endpoints of
+// its LEDS localities are filled in.
+func (c *ClusterLoadAssignment) Composed() bool { return c.composed }
+
+// LEDSCollections returns the distinct LEDS collection names the
+// localities use, in locality order.
+func (c *ClusterLoadAssignment) LEDSCollections() []string {
+	var names []string
+	for i := range c.Localities {
+		n := c.Localities[i].LEDSCollection
+		if n == "" || containsString(names, n) {
+			continue
+		}
+		names = append(names, n)
+	}
+	return names
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Proto returns the resource as an
+// *envoy.config.endpoint.v3.ClusterLoadAssignment, decoded afresh from the
+// bytes the server sent, so callers may modify it. For a composed value it
+// is the resource as sent, without the LEDS endpoints.
+func (c *ClusterLoadAssignment) Proto() proto.Message {
+	m := new(endpointpb.ClusterLoadAssignment)
+	// The bytes were unmarshaled once already; a second time cannot fail.
+	_ = proto.Unmarshal(c.raw, m)
+	return m
+}
+
+// Equal reports whether other is a *ClusterLoadAssignment that the server
+// sent as the same bytes and, for composed values, that was composed from
+// equal LEDS collections.
+func (c *ClusterLoadAssignment) Equal(other registry.Resource) bool {
+	o, ok := other.(*ClusterLoadAssignment)
+	if !ok || c.composed != o.composed || len(c.sources) != len(o.sources) || !bytes.Equal(c.raw, o.raw) {
+		return false
+	}
+	for i, s := range c.sources {
+		if !s.Equal(o.sources[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func dependencies(r registry.Resource) []registry.Ref {
+	c, ok := r.(*ClusterLoadAssignment)
+	if !ok {
+		return nil
+	}
+	var refs []registry.Ref
+	for _, n := range c.LEDSCollections() {
+		refs = append(refs, registry.Ref{TypeURL: leds.TypeURL, Name: n})
+	}
+	return refs
+}
+
+// Interface guards.
+var (
+	_ registry.Equaler  = (*ClusterLoadAssignment)(nil)
+	_ registry.Composer = (*ClusterLoadAssignment)(nil)
+)

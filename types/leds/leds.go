@@ -1,0 +1,82 @@
+package leds
+
+import (
+	"bytes"
+
+	endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/types/internal/endpoint"
+)
+
+// TypeURL is the type URL of LbEndpointCollection resources.
+const TypeURL = "type.googleapis.com/envoy.config.endpoint.v3.LbEndpointCollection"
+
+// Type describes LbEndpointCollection resources to a registry. A SotW
+// response need not carry every subscribed collection, and a collection
+// depends on nothing.
+// Registering it makes the engine advertise the client feature
+// xds.endpoint.supports_lb_endpoint_collection, which tells servers that
+// this client understands list collections (gRFC A95).
+var Type = registry.ResourceType{
+	TypeURL:        TypeURL,
+	Name:           "LbEndpointCollection",
+	Decoder:        registry.DecoderFunc(decode),
+	ClientFeatures: []string{ClientFeature},
+}
+
+// ClientFeature is the client feature that advertises LEDS list
+// collection support (gRFC A95).
+const ClientFeature = "xds.endpoint.supports_lb_endpoint_collection"
+
+// Endpoint is one validated LbEndpoint; EDS uses the same type.
+type Endpoint = endpoint.Endpoint
+
+// HealthStatus is an endpoint's reported health.
+type HealthStatus = endpoint.HealthStatus
+
+// Health statuses, numbered as in envoy.config.core.v3.HealthStatus.
+const (
+	HealthUnknown   = endpoint.HealthUnknown
+	HealthHealthy   = endpoint.HealthHealthy
+	HealthUnhealthy = endpoint.HealthUnhealthy
+	HealthDraining  = endpoint.HealthDraining
+	HealthTimeout   = endpoint.HealthTimeout
+	HealthDegraded  = endpoint.HealthDegraded
+)
+
+// LbEndpointCollection is a decoded, validated LEDS list collection: the
+// endpoints of one EDS locality. It must not be modified; the engine hands
+// the same value to every watcher.
+type LbEndpointCollection struct {
+	// Name is the collection's name, taken from the
+	// envoy.service.discovery.v3.Resource wrapper because the message has
+	// none.
+	Name string
+	// Endpoints are the entries, in order. Empty means the locality is
+	// unreachable, which is valid (gRFC A95).
+	Endpoints []Endpoint
+
+	raw []byte
+}
+
+// Proto returns the resource as an
+// *envoy.config.endpoint.v3.LbEndpointCollection, decoded afresh from the
+// bytes the server sent, so callers may modify it.
+func (c *LbEndpointCollection) Proto() proto.Message {
+	m := new(endpointpb.LbEndpointCollection)
+	// The bytes were unmarshaled once already; a second time cannot fail.
+	_ = proto.Unmarshal(c.raw, m)
+	return m
+}
+
+// Equal reports whether other is an *LbEndpointCollection with the same
+// name that the server sent as the same bytes.
+func (c *LbEndpointCollection) Equal(other registry.Resource) bool {
+	o, ok := other.(*LbEndpointCollection)
+	return ok && c.Name == o.Name && bytes.Equal(c.raw, o.raw)
+}
+
+// Interface guards.
+var _ registry.Equaler = (*LbEndpointCollection)(nil)

@@ -72,6 +72,40 @@ func (g *Graph) Walk(visit func(depth int, n *GraphNode)) {
 	walk(g.Root, 0)
 }
 
+// String renders the graph as an indented tree, one resource a line: its
+// type, its name and, when its resolved form implements fmt.Stringer, a
+// summary; a resource's ambient error follows on a line of its own.
+func (g *Graph) String() string {
+	var b strings.Builder
+	var walk func(ref registry.Ref, prefix string, last, top bool)
+	walk = func(ref registry.Ref, prefix string, last, top bool) {
+		n := g.Nodes[ref]
+		if n == nil {
+			return
+		}
+		branch, childPrefix := "", ""
+		if !top {
+			branch, childPrefix = "├─ ", "│  "
+			if last {
+				branch, childPrefix = "└─ ", "   "
+			}
+		}
+		fmt.Fprintf(&b, "%s%s%s %s", prefix, branch, shortTypeName(ref.TypeURL), ref.Name)
+		if s, ok := n.Resolved.(fmt.Stringer); ok {
+			b.WriteString(": " + s.String())
+		}
+		b.WriteByte('\n')
+		if n.Ambient != nil {
+			fmt.Fprintf(&b, "%s%s  ! %v\n", prefix, childPrefix, n.Ambient)
+		}
+		for i, d := range n.Deps {
+			walk(d, prefix+childPrefix, i == len(n.Deps)-1, false)
+		}
+	}
+	walk(g.Root, "", true, true)
+	return b.String()
+}
+
 // ResolutionNote is the note gRFC A88 asks for on each branch: the ambient
 // errors of every resource the branch of ref depends on and that depends
 // on it — for a cluster, the listener, the route configuration and the

@@ -181,3 +181,34 @@ func TestGraphEndToEnd(t *testing.T) {
 		t.Fatalf("route points at %q", rc.VirtualHosts[0].Routes[0].Action.Cluster)
 	}
 }
+
+func TestGraphString(t *testing.T) {
+	srv := mgmt.Start(t, mgmt.Options{})
+	srv.Set(append(state("c1", "eds-1", xdsbuild.Locality{Zone: "z1", Endpoints: []string{"10.0.0.1:80"}}, xdsbuild.Locality{Zone: "z2", Collection: collectionZ2}),
+		mgmt.Wrapped(collectionZ2, xdsbuild.Collection("10.0.1.1:80", "[::1]:81")))...)
+	reg := builtin.RegistryFor(engine.Switches{})
+	e, err := engine.New(engine.Config{
+		Bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{engine.InsecureServer(srv.Addr())}, Node: engine.Node{ID: "n"},
+			Authorities: map[string]engine.Authority{"endpoints.example": {}}},
+		Registry: reg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ch := make(chan graphEvent, 10)
+	defer engine.WatchGraph(e, reg, registry.Ref{TypeURL: lds.TypeURL, Name: "listener.example"}, engine.GraphWatcherFunc(func(g *engine.Graph, err error, done func()) {
+		done()
+		ch <- graphEvent{g, err}
+	}))()
+	got := nextGraph(t, ch).String()
+	want := `Listener listener.example: RDS route-1
+└─ RouteConfiguration route-1: all [*]: 1 route → c1
+   └─ Cluster c1: EDS eds-1, xds_wrr_locality_experimental(round_robin)
+      └─ ClusterLoadAssignment eds-1: region/z1 p0 w1: 10.0.0.1:80 | region/z2 p0 w1 (LEDS): 10.0.1.1:80 [::1]:81
+         └─ LbEndpointCollection xdstp://endpoints.example/envoy.config.endpoint.v3.LbEndpointCollection/svc-1/z2: 2 endpoints: 10.0.1.1:80 [::1]:81
+`
+	if got != want {
+		t.Fatalf("Graph.String() =\n%s\nwant\n%s", got, want)
+	}
+}

@@ -2,6 +2,7 @@ package cds
 
 import (
 	"bytes"
+	"strings"
 	"time"
 
 	clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -197,3 +198,26 @@ func containsRef(refs []registry.Ref, r registry.Ref) bool {
 
 // Interface guards.
 var _ registry.Equaler = (*Cluster)(nil)
+
+// String summarizes the cluster on one line.
+func (c *Cluster) String() string {
+	var what string
+	switch c.Kind {
+	case KindEDS:
+		what = "EDS " + c.EDSName()
+	case KindLogicalDNS:
+		what = "LOGICAL_DNS " + c.DNSHostname
+	case KindAggregate:
+		what = "aggregate of " + strings.Join(c.AggregateClusters, ", ")
+	}
+	return what + ", " + c.LBPolicy.summary()
+}
+
+// summary names the policy and its child, e.g.
+// "xds_wrr_locality_experimental(round_robin)".
+func (p *LBPolicy) summary() string {
+	if p.Child != nil {
+		return p.Kind.String() + "(" + p.Child.summary() + ")"
+	}
+	return p.Kind.String()
+}

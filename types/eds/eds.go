@@ -2,7 +2,9 @@ package eds
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
+	"strings"
 
 	endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"google.golang.org/protobuf/proto"
@@ -181,3 +183,26 @@ var (
 	_ registry.Equaler  = (*ClusterLoadAssignment)(nil)
 	_ registry.Composer = (*ClusterLoadAssignment)(nil)
 )
+
+// String summarizes the assignment on one line: each locality with its
+// priority, weight, LEDS collection if any, and endpoint addresses.
+func (c *ClusterLoadAssignment) String() string {
+	var b strings.Builder
+	for i, l := range c.Localities {
+		if i > 0 {
+			b.WriteString(" | ")
+		}
+		fmt.Fprintf(&b, "%s p%d w%d", strings.TrimRight(l.ID.Region+"/"+l.ID.Zone+"/"+l.ID.SubZone, "/"), l.Priority, l.Weight)
+		if l.LEDSCollection != "" {
+			b.WriteString(" (LEDS)")
+		}
+		b.WriteString(":")
+		for _, ep := range l.Endpoints {
+			b.WriteString(" " + ep.Address.String())
+		}
+	}
+	for _, d := range c.Drops {
+		fmt.Fprintf(&b, " | drop %s %dppm", d.Category, d.PartsPerMillion)
+	}
+	return b.String()
+}

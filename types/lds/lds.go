@@ -111,3 +111,11 @@ type hcmFacts struct {
 	xffNumTrustedHops             uint32
 	originalIPDetectionExtensions int
 }
+
+// String summarizes the listener on one line, for logs and tools.
+func (l *Listener) String() string {
+	if l.RouteConfig != nil {
+		return "inline route configuration: " + l.RouteConfig.String()
+	}
+	return "RDS " + l.RouteConfigName
+}

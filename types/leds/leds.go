@@ -2,6 +2,8 @@ package leds
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 
 	endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"google.golang.org/protobuf/proto"
@@ -80,3 +82,12 @@ func (c *LbEndpointCollection) Equal(other registry.Resource) bool {
 
 // Interface guards.
 var _ registry.Equaler = (*LbEndpointCollection)(nil)
+
+// String lists the collection's endpoint addresses.
+func (c *LbEndpointCollection) String() string {
+	parts := make([]string, len(c.Endpoints))
+	for i, ep := range c.Endpoints {
+		parts[i] = ep.Address.String()
+	}
+	return fmt.Sprintf("%d endpoints: %s", len(parts), strings.Join(parts, " "))
+}

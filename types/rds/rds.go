@@ -2,6 +2,8 @@ package rds
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -293,4 +295,33 @@ func kindName(names []string, k int) string {
 		return "unknown"
 	}
 	return names[k]
+}
+
+// String summarizes the route configuration on one line: each virtual
+// host with its domains and the clusters its routes send to.
+func (rc *RouteConfiguration) String() string {
+	var b strings.Builder
+	for i, vh := range rc.VirtualHosts {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		routes := "routes"
+		if len(vh.Routes) == 1 {
+			routes = "route"
+		}
+		fmt.Fprintf(&b, "%s %v: %d %s", vh.Name, vh.Domains, len(vh.Routes), routes)
+		var clusters []string
+		for _, r := range vh.Routes {
+			if r.Action.Cluster != "" {
+				clusters = append(clusters, r.Action.Cluster)
+			}
+			for _, wc := range r.Action.WeightedClusters {
+				clusters = append(clusters, fmt.Sprintf("%s(%d)", wc.Name, wc.Weight))
+			}
+		}
+		if len(clusters) > 0 {
+			b.WriteString(" → " + strings.Join(clusters, ", "))
+		}
+	}
+	return b.String()
 }

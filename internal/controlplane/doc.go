@@ -1,24 +1,25 @@
-// Package mgmt runs go-control-plane's real ADS management server on
-// loopback for end-to-end tests of the xDS client.
+// Package controlplane runs go-control-plane's real ADS management server
+// on loopback, embedded in a program: the quickstart, the examples and
+// (through package testutil/mgmt) the end-to-end tests.
 //
 // A test starts a server, gives it resources, points the client under test
 // at [Server.Addr], and asserts on what the client received and on what the
 // server observed:
 //
-//	s := mgmt.Start(t, mgmt.Options{Name: "primary"})
+//	s, err := controlplane.Start(controlplane.Options{Name: "primary"})
 //	s.Set(
-//		mgmt.R("listener-1", listener),
-//		mgmt.R("cluster-1", cluster),
-//		mgmt.Wrapped(ledsName, collection),            // LbEndpointCollection has no name field
-//		mgmt.R("thing-1", payload).As(customTypeURL), // any proto under any type URL
+//		controlplane.R("listener-1", listener),
+//		controlplane.R("cluster-1", cluster),
+//		controlplane.Wrapped(ledsName, collection),            // LbEndpointCollection has no name field
+//		controlplane.R("thing-1", payload).As(customTypeURL), // any proto under any type URL
 //	)
 //	// ... start the client on s.Addr(), wait for its watchers ...
-//	s.WaitForRequest(ctx, mgmt.IsACK(listenerTypeURL, "1"))
-//	s.Update(clusterTypeURL, mgmt.R("cluster-1", changed)) // version "2", CDS only
+//	s.WaitForRequest(ctx, controlplane.IsACK(listenerTypeURL, "1"))
+//	s.Update(clusterTypeURL, controlplane.R("cluster-1", changed)) // version "2", CDS only
 //	s.Stop()    // client streams fail with Unavailable; the port stays bound
 //	s.Restart() // client reconnects and gets the current resources
 //
-// Close runs on t.Cleanup and ends every goroutine of the server.
+// Close ends every goroutine of the server.
 //
 // # State of the world
 //
@@ -72,4 +73,4 @@
 // Clients should use a short reconnect backoff in tests (gRPC's default
 // starts at one second), e.g. grpc.WithConnectParams with a 20 ms base
 // delay.
-package mgmt
+package controlplane

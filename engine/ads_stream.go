@@ -156,6 +156,8 @@ func (s *adsStream) sendLoop() {
 				// Recv reports the stream's status; nothing to add here.
 				return
 			}
+			e.log.Debug("xDS request sent", "server", s.c.server.URI, "type", req.GetTypeUrl(), "version", req.GetVersionInfo(),
+				"nonce", req.GetResponseNonce(), "names", len(req.GetResourceNames()), "nack", req.GetErrorDetail() != nil)
 			e.mu.Lock()
 			s.onWrittenLocked(req)
 			e.mu.Unlock()
@@ -327,6 +329,8 @@ func (s *adsStream) recvLoop() {
 			e.log.Warn("xDS response does not parse; ignored", "server", s.c.server.URI, "error", err)
 			continue
 		}
+		e.log.Debug("xDS response received", "server", s.c.server.URI, "type", resp.GetTypeUrl(), "version", resp.GetVersionInfo(),
+			"nonce", resp.GetNonce(), "resources", len(resp.GetResources()), "resource_errors", len(resp.GetResourceErrors()))
 		gate := newReadGate()
 		e.mu.Lock()
 		if s.ended {

@@ -28,6 +28,9 @@ type channel struct {
 	// status is non-nil from a connectivity failure until the next
 	// response: the error watchers were told (A57).
 	status *Error
+	// connected: a stream has received a response since the last
+	// connectivity failure (A78's grpc.xds_client.connected).
+	connected bool
 
 	stream    *adsStream
 	retries   int         // consecutive streams that failed without a response
@@ -171,6 +174,7 @@ func (c *channel) onStreamEndLocked(s *adsStream, err error) {
 // error where none is (A88). A successful fallback shows them nothing.
 func (c *channel) onConnectivityFailureLocked(cause error) {
 	wasHealthy := c.status == nil
+	c.connected = false
 	c.status = &Error{Kind: KindConnectivity, Code: codes.Unavailable, ServerURI: c.server.URI, NodeID: c.e.nodeID, Err: cause}
 	if wasHealthy {
 		c.e.log.Warn("xDS server unreachable", "server", c.server.URI, "error", cause)
@@ -193,9 +197,10 @@ func (c *channel) onConnectivityFailureLocked(cause error) {
 // A71 it becomes the active server of each authority that listed it, whose
 // lower-priority servers are released at once.
 func (c *channel) onHealthyLocked() {
+	c.connected = true
 	if c.status != nil {
 		c.status = nil
-		c.e.log.Info("xDS server reachable", "server", c.server.URI)
+		c.e.log.Info("xDS server reachable again", "server", c.server.URI)
 	}
 	for _, a := range c.authsSortedLocked() {
 		i := slices.Index(a.channels, c)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/xdsengine/xdsengine/features"
@@ -181,6 +182,9 @@ type Config struct {
 	Backoff func(n int) time.Duration
 	// Logger receives the engine's logs. Nil discards them.
 	Logger *slog.Logger
+	// MeterProvider receives the engine's gRFC A78 metrics
+	// (grpc.xds_client.*). Nil records nothing.
+	MeterProvider metric.MeterProvider
 	// FallbackPolicy decides when an authority falls back to its next
 	// server (gRFC A71). Nil means [DefaultFallbackPolicy].
 	FallbackPolicy FallbackPolicy

@@ -154,6 +154,11 @@ func New(cfg Config) (*Engine, error) {
 		}
 		e.authorities[name] = e.newAuthority(name, servers, a.FallbackOnReachabilityOnly)
 	}
+	m, err := newMetrics(e, cfg.MeterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("engine: metrics: %w", err)
+	}
+	e.metrics = m
 	e.ser = newSerializer()
 	return e, nil
 }
@@ -419,6 +424,7 @@ func (e *Engine) Close() error {
 	}
 	e.streamsRun.Wait()
 	e.ser.close()
+	e.metrics.close()
 	return errors.Join(errs...)
 }
 

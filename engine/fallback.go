@@ -32,7 +32,6 @@ func (e *Engine) maybeFallbackLocked(a *authority) bool {
 		c.auths[a] = struct{}{}
 		a.channels = append(a.channels, c)
 		e.log.Warn("xDS fallback", "authority", a.displayName(), "from", from.server.URI, "to", c.server.URI)
-		e.metrics.fallback(a, from, c)
 		for typeURL := range a.resources {
 			c.typeChangedLocked(typeURL)
 		}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/xdsengine/xdsengine/engine"
 )
 

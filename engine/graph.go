@@ -140,10 +140,22 @@ func (g *Graph) ResolutionNote(ref registry.Ref) string {
 			}
 		}
 	}
+	// One resource's outage is every resource's on that server: each
+	// distinct cause is noted once, a server's without a resource name.
 	var notes []string
 	g.Walk(func(_ int, n *GraphNode) {
-		if related[n.Ref] && n.Ambient != nil && !slices.Contains(notes, n.Ambient.Error()) {
-			notes = append(notes, n.Ambient.Error())
+		if !related[n.Ref] || n.Ambient == nil {
+			return
+		}
+		note := n.Ambient.Error()
+		var e *Error
+		if errors.As(n.Ambient, &e) && e.Kind == KindConnectivity {
+			server := *e
+			server.TypeURL, server.Name = "", ""
+			note = server.Error()
+		}
+		if !slices.Contains(notes, note) {
+			notes = append(notes, note)
 		}
 	})
 	if len(notes) == 0 {

@@ -89,5 +89,9 @@ func (c *LbEndpointCollection) String() string {
 	for i, ep := range c.Endpoints {
 		parts[i] = ep.Address.String()
 	}
-	return fmt.Sprintf("%d endpoints: %s", len(parts), strings.Join(parts, " "))
+	noun := "endpoints"
+	if len(parts) == 1 {
+		noun = "endpoint"
+	}
+	return fmt.Sprintf("%d %s: %s", len(parts), noun, strings.Join(parts, " "))
 }

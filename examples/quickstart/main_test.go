@@ -1,0 +1,42 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestQuickstart runs the quickstart as `go run` would and checks its
+// story: resolution, update, fallback, return, within 15 s.
+func TestQuickstart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	start := time.Now()
+	if err := run(ctx, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	t.Logf("quickstart took %v:\n%s", time.Since(start).Round(time.Millisecond), out.String())
+	for _, want := range []string{
+		"Listener quickstart.example: RDS route-1",
+		"LbEndpointCollection xdstp://endpoints.example/envoy.config.endpoint.v3.LbEndpointCollection/backend/z2: 2 endpoints",
+		"resolution note for cluster backend: xDS node ID: quickstart-node",
+		"endpoints now [10.0.1.1:8080 10.0.2.1:8080 10.0.2.2:8080 10.0.2.3:8080]",
+		"fallback took over the endpoints after",
+		"[10.9.1.1:8080 10.9.2.1:8080]",
+		"resolution note for cluster backend: xDS stream failed with no responses received",
+		"primary is back after",
+		"fallback stream closed",
+		"done",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}

@@ -205,8 +205,9 @@ func WatchGraph(src Source, reg *registry.Registry, root registry.Ref, w GraphWa
 		gw.nodeID = n.NodeID()
 	}
 	gw.mu.Lock()
-	gw.ensureLocked(root)
+	start := gw.ensureLocked(root)
 	gw.mu.Unlock()
+	gw.startWatches(start)
 	return gw.cancel
 }
 
@@ -235,9 +236,12 @@ type graphNodeState struct {
 	known    bool // resource or err has arrived
 }
 
-func (gw *graphWatch) ensureLocked(ref registry.Ref) {
+// ensureLocked adds a node for ref if there is none and returns the
+// watches to start. They are started by startWatches without the lock: a
+// Source may call its watcher before Watch returns.
+func (gw *graphWatch) ensureLocked(ref registry.Ref) []pendingWatch {
 	if _, ok := gw.nodes[ref]; ok {
-		return
+		return nil
 	}
 	st := &graphNodeState{}
 	gw.nodes[ref] = st
@@ -258,8 +262,30 @@ func (gw *graphWatch) ensureLocked(ref registry.Ref) {
 			gw.update(ref, st, func() { st.ambient = err }, done)
 		},
 	}
-	// Source callbacks never run inside Watch, so holding mu is safe.
-	st.cancel = gw.src.Watch(ref.TypeURL, ref.Name, w)
+	return []pendingWatch{{ref, st, w}}
+}
+
+type pendingWatch struct {
+	ref registry.Ref
+	st  *graphNodeState
+	w   ResourceWatcher
+}
+
+// startWatches starts watches outside the lock and records their cancel
+// functions; a node that left the graph meanwhile is cancelled at once.
+func (gw *graphWatch) startWatches(pending []pendingWatch) {
+	for _, p := range pending {
+		cancel := gw.src.Watch(p.ref.TypeURL, p.ref.Name, p.w)
+		gw.mu.Lock()
+		live := !gw.closed && gw.nodes[p.ref] == p.st
+		if live {
+			p.st.cancel = cancel
+		}
+		gw.mu.Unlock()
+		if !live {
+			cancel()
+		}
+	}
 }
 
 func (gw *graphWatch) depsOf(ref registry.Ref, r registry.Resource) []registry.Ref {
@@ -290,12 +316,15 @@ func (gw *graphWatch) update(ref registry.Ref, st *graphNodeState, apply func(),
 	var stale []func()
 	for r, n := range gw.nodes {
 		if !reachable[r] {
-			stale = append(stale, n.cancel)
+			if n.cancel != nil {
+				stale = append(stale, n.cancel)
+			}
 			delete(gw.nodes, r)
 		}
 	}
+	var start []pendingWatch
 	for r := range reachable {
-		gw.ensureLocked(r)
+		start = append(start, gw.ensureLocked(r)...)
 	}
 	g, err := gw.resolveLocked(reachable, cycle)
 	var deliver func()
@@ -341,8 +370,9 @@ func (gw *graphWatch) update(ref registry.Ref, st *graphNodeState, apply func(),
 	for _, c := range stale {
 		c()
 	}
-	if deliver != nil && !gw.ser.schedule(deliver) {
-		deliver = nil
+	gw.startWatches(start)
+	if deliver != nil {
+		gw.ser.schedule(deliver)
 	}
 }
 
@@ -508,7 +538,9 @@ func (gw *graphWatch) cancel() {
 	gw.closed = true
 	var cancels []func()
 	for _, n := range gw.nodes {
-		cancels = append(cancels, n.cancel)
+		if n.cancel != nil {
+			cancels = append(cancels, n.cancel)
+		}
 	}
 	gw.nodes = nil
 	dones := gw.pending

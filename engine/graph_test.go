@@ -218,3 +218,38 @@ func composingRegistry() *registry.Registry {
 	})
 	return registry.MustNew(rt, testtype.Type(thing, false))
 }
+
+// TestWatchGraphSynchronousSource: a Source may call its watcher before
+// Watch returns (a Mux with no route does); the graph must not deadlock.
+func TestWatchGraphSynchronousSource(t *testing.T) {
+	r := newGraphRec()
+	mux := &engine.Mux{Route: func(string, string) engine.Source { return nil }}
+	cancel := engine.WatchGraph(mux, testtype.Registry(), registry.Ref{TypeURL: required, Name: "root"}, r)
+	ev := r.next(t)
+	if status.Code(ev.err) != codes.FailedPrecondition || !contains(ev.err.Error(), "no source routes") {
+		t.Fatalf("got %v, want the Mux's unroutable error", ev.err)
+	}
+	cancel()
+
+	// A synchronous source that resolves a two-level graph inside Watch.
+	src := engine.SourceFunc(func(typeURL, name string, w engine.ResourceWatcher) func() {
+		var kv []any
+		if name == "root" {
+			kv = []any{"deps", []any{dep(thing, "leaf")}}
+		}
+		w.OnResourceChanged(&testtype.Resource{Name: name, Fields: map[string]any{"deps": depsOf(kv)}}, nil, func() {})
+		return func() {}
+	})
+	cancel = engine.WatchGraph(src, testtype.Registry(), registry.Ref{TypeURL: required, Name: "root"}, r)
+	defer cancel()
+	if g := r.nextGraph(t); shape(g) != "root >leaf" {
+		t.Fatalf("graph %q", shape(g))
+	}
+}
+
+func depsOf(kv []any) any {
+	if len(kv) == 2 {
+		return kv[1]
+	}
+	return nil
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
+
+	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/types/cds"
+	"github.com/xdsengine/xdsengine/types/lds"
+)
+
+const resolveUsage = `Usage: xdsctl resolve [--bootstrap FILE] [--timeout 10s] [--v] LISTENER
+
+Resolves the Listener LISTENER the way a gRPC client does, following its
+route configuration, clusters, endpoints and LEDS collections, and prints
+the resolved tree once, then each cluster's resolution note (the ambient
+errors on its branch, or the xDS node ID when there are none):
+
+  Listener listener.example.com: RDS route-1
+  └─ RouteConfiguration route-1: all [*]: 1 route → cluster-a
+     └─ Cluster cluster-a: EDS eds-a, round_robin
+        └─ ClusterLoadAssignment eds-a: region/zone-1 p0 w1: 10.0.0.1:80
+
+  Resolution notes:
+    Cluster cluster-a: xDS node ID: my-node
+
+If a resource in the tree fails (it does not exist, or was rejected
+with no earlier version to use), or the tree is still incomplete when
+--timeout passes, it prints what failed or what was still awaited, and the
+client's cache state, to stderr and exits with status 1.
+
+Flags:
+  --bootstrap FILE        gRPC xDS bootstrap file; default $GRPC_XDS_BOOTSTRAP,
+                          else the JSON in $GRPC_XDS_BOOTSTRAP_CONFIG
+  --timeout DUR           give up after DUR (default 10s)
+  --v                     log the xDS engine's debug logs to stderr
+  --resource-timeout DUR  (advanced) does-not-exist timer; default 15s, so a
+                          missing resource shows as still awaited before
+                          the default --timeout passes
+
+Examples:
+  xdsctl resolve --bootstrap bootstrap.json listener.example.com
+  xdsctl resolve --timeout 30s --resource-timeout 5s listener.example.com
+
+Exit status: 0 resolved, 1 failed or timed out, 2 usage error.
+`
+
+type graphEvent struct {
+	g   *engine.Graph
+	err error
+}
+
+func runResolve(ctx context.Context, c *command, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet(c.name)
+	var ef engineFlags
+	ef.register(fs)
+	timeout := fs.Duration("timeout", 10*time.Second, "give up after this long")
+	pos, code, done := parseCommandLine(c, fs, args, stdout, stderr)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		return fail(c, stderr, usageErrorf("want exactly one LISTENER, got %d argument(s)", len(pos)))
+	}
+	if *timeout <= 0 {
+		return fail(c, stderr, usageErrorf("--timeout must be positive"))
+	}
+	listener := pos[0]
+	e, reg, err := ef.newEngine(listener, stderr)
+	if err != nil {
+		return fail(c, stderr, err)
+	}
+	defer e.Close()
+
+	// Only the first graph or error matters; later ones are dropped.
+	events := make(chan graphEvent, 1)
+	root := registry.Ref{TypeURL: lds.TypeURL, Name: listener}
+	cancel := engine.WatchGraph(e, reg, root, engine.GraphWatcherFunc(func(g *engine.Graph, err error, done func()) {
+		done()
+		select {
+		case events <- graphEvent{g, err}:
+		default:
+		}
+	}))
+	defer cancel()
+
+	timer := time.NewTimer(*timeout)
+	defer timer.Stop()
+	var ev graphEvent
+	select {
+	case ev = <-events:
+	case <-timer.C:
+		cc := e.Dump()
+		return fail(c, stderr, fmt.Errorf("timed out after %v waiting for listener %q to resolve; %s\n%s",
+			*timeout, listener, awaited(reg, cc), cacheState(reg, cc)))
+	case <-ctx.Done():
+		return fail(c, stderr, fmt.Errorf("interrupted before listener %q resolved\n%s", listener, cacheState(reg, e.Dump())))
+	}
+	if ev.err != nil {
+		return fail(c, stderr, fmt.Errorf("listener %q did not resolve: %s\n%s", listener, errorLine(ev.err), cacheState(reg, e.Dump())))
+	}
+	var b strings.Builder
+	b.WriteString(ev.g.String())
+	var clusters []registry.Ref
+	ev.g.Walk(func(_ int, n *engine.GraphNode) {
+		if n.Ref.TypeURL == cds.TypeURL && !slices.Contains(clusters, n.Ref) {
+			clusters = append(clusters, n.Ref)
+		}
+	})
+	if len(clusters) > 0 {
+		b.WriteString("\nResolution notes:\n")
+		for _, r := range clusters {
+			fmt.Fprintf(&b, "  %s %s: %s\n", typeName(reg, r.TypeURL), r.Name, ev.g.ResolutionNote(r))
+		}
+	}
+	if _, err := io.WriteString(stdout, b.String()); err != nil {
+		return fail(c, stderr, err)
+	}
+	return exitOK
+}
+
+// awaited names the resources the client has asked for and heard
+// nothing about.
+func awaited(reg *registry.Registry, cc *statuspb.ClientConfig) string {
+	var names []string
+	for _, g := range sortedConfigs(cc) {
+		if g.GetClientStatus() == adminpb.ClientResourceStatus_REQUESTED {
+			names = append(names, fmt.Sprintf("%s %q", typeName(reg, g.GetTypeUrl()), g.GetName()))
+		}
+	}
+	if len(names) == 0 {
+		return "no resource was still awaited"
+	}
+	return "still awaited: " + strings.Join(names, ", ")
+}
+
+// cacheState lists every resource of the client's CSDS view, one a
+// line, with its state and last error.
+func cacheState(reg *registry.Registry, cc *statuspb.ClientConfig) string {
+	var b strings.Builder
+	b.WriteString("client cache:")
+	if len(cc.GetGenericXdsConfigs()) == 0 {
+		b.WriteString(" empty")
+	}
+	for _, g := range sortedConfigs(cc) {
+		fmt.Fprintf(&b, "\n  %s %q %s", typeName(reg, g.GetTypeUrl()), g.GetName(), stateSummary(g))
+		if d := g.GetErrorState().GetDetails(); d != "" {
+			fmt.Fprintf(&b, "\n    error: %s", d)
+		}
+	}
+	return b.String()
+}
+
+// sortedConfigs returns the resources of a CSDS view in dependency order
+// (Listener first), then by name.
+func sortedConfigs(cc *statuspb.ClientConfig) []*statuspb.ClientConfig_GenericXdsConfig {
+	configs := slices.Clone(cc.GetGenericXdsConfigs())
+	slices.SortStableFunc(configs, func(x, y *statuspb.ClientConfig_GenericXdsConfig) int {
+		return cmp.Or(cmp.Compare(typeRank(x.GetTypeUrl()), typeRank(y.GetTypeUrl())), strings.Compare(x.GetName(), y.GetName()))
+	})
+	return configs
+}
+
+// typeRank orders the built-in types by dependency, Listener first;
+// other types come last.
+func typeRank(typeURL string) int {
+	for i, t := range resourceTypes {
+		if t.typeURL == typeURL {
+			return i
+		}
+	}
+	return len(resourceTypes)
+}

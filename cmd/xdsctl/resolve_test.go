@@ -1,0 +1,116 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
+	"github.com/xdsengine/xdsengine/internal/xdsbuild"
+)
+
+const collectionZ2 = "xdstp://endpoints.example/envoy.config.endpoint.v3.LbEndpointCollection/svc-1/z2"
+
+// chain serves Listener → RouteConfiguration → Cluster →
+// ClusterLoadAssignment → LbEndpointCollection, the route pointing at
+// cluster.
+func chain(cluster string) []mgmt.Resource {
+	return []mgmt.Resource{
+		mgmt.R("listener.example", xdsbuild.Listener("listener.example", "route-1")),
+		mgmt.R("route-1", xdsbuild.RouteConfig("route-1", cluster)),
+		mgmt.R("c1", xdsbuild.Cluster("c1", "eds-1")),
+		mgmt.R("eds-1", xdsbuild.ClusterLoadAssignment("eds-1",
+			xdsbuild.Locality{Zone: "z1", Endpoints: []string{"10.0.0.1:80"}},
+			xdsbuild.Locality{Zone: "z2", Collection: collectionZ2})),
+		mgmt.Wrapped(collectionZ2, xdsbuild.Collection("10.0.1.1:80", "[::1]:81")),
+	}
+}
+
+func TestResolve(t *testing.T) {
+	srv := mgmt.Start(t, mgmt.Options{})
+	srv.Set(chain("c1")...)
+	bs := writeBootstrap(t, srv.Addr())
+
+	r := runSync(t, "resolve", "--bootstrap", bs, "--timeout", "10s", "listener.example")
+	if r.code != exitOK {
+		t.Fatalf("exit status %d, want 0; stderr:\n%s", r.code, r.stderr)
+	}
+	want := `Listener listener.example: RDS route-1
+└─ RouteConfiguration route-1: all [*]: 1 route → c1
+   └─ Cluster c1: EDS eds-1, xds_wrr_locality_experimental(round_robin)
+      └─ ClusterLoadAssignment eds-1: region/z1 p0 w1: 10.0.0.1:80 | region/z2 p0 w1 (LEDS): 10.0.1.1:80 [::1]:81
+         └─ LbEndpointCollection ` + collectionZ2 + `: 2 endpoints: 10.0.1.1:80 [::1]:81
+
+Resolution notes:
+  Cluster c1: xDS node ID: ` + testNodeID + `
+`
+	if r.stdout != want {
+		t.Fatalf("stdout:\n%s\nwant:\n%s", r.stdout, want)
+	}
+	if r.stderr != "" {
+		t.Errorf("stderr not empty:\n%s", r.stderr)
+	}
+	t.Logf("resolve output:\n%s", r.stdout)
+}
+
+// TestResolveMissingCluster fails naming the cluster the route points at
+// and the server does not have.
+func TestResolveMissingCluster(t *testing.T) {
+	srv := mgmt.Start(t, mgmt.Options{})
+	srv.Set(chain("c-missing")...)
+	bs := writeBootstrap(t, srv.Addr())
+
+	r := runSync(t, "resolve", "--bootstrap", bs, "--timeout", "10s", "--resource-timeout", "300ms", "listener.example")
+	if r.code != exitFailure {
+		t.Fatalf("exit status %d, want 1; stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		`xdsctl resolve: listener "listener.example" did not resolve: NOT_FOUND: Cluster resource "c-missing"`,
+		`Cluster "c-missing" version="" state=DOES_NOT_EXIST`,
+		`RouteConfiguration "route-1" version="1" state=ACKED`,
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr does not contain %q:\n%s", want, r.stderr)
+		}
+	}
+	if r.stdout != "" {
+		t.Errorf("stdout not empty:\n%s", r.stdout)
+	}
+	t.Logf("stderr:\n%s", r.stderr)
+}
+
+// TestResolveTimeout gives up when the tree is incomplete at --timeout and
+// says what it was still waiting for.
+func TestResolveTimeout(t *testing.T) {
+	srv := mgmt.Start(t, mgmt.Options{})
+	// No RouteConfiguration: RDS responses just leave it out, so it stays
+	// awaited until the 15 s does-not-exist timer.
+	srv.Set(mgmt.R("listener.example", xdsbuild.Listener("listener.example", "route-1")))
+	bs := writeBootstrap(t, srv.Addr())
+
+	r := runSync(t, "resolve", "--bootstrap", bs, "--timeout", "300ms", "listener.example")
+	if r.code != exitFailure {
+		t.Fatalf("exit status %d, want 1; stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		`timed out after 300ms waiting for listener "listener.example" to resolve; still awaited: RouteConfiguration "route-1"`,
+		`Listener "listener.example" version="1" state=ACKED`,
+		`RouteConfiguration "route-1" version="" state=REQUESTED`,
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr does not contain %q:\n%s", want, r.stderr)
+		}
+	}
+	t.Logf("stderr:\n%s", r.stderr)
+}
+
+// TestResolveUnreachable fails at once when the server cannot be reached.
+func TestResolveUnreachable(t *testing.T) {
+	srv := mgmt.Start(t, mgmt.Options{})
+	bs := writeBootstrap(t, srv.Addr())
+	srv.Stop()
+
+	r := runSync(t, "resolve", "--bootstrap", bs, "--timeout", "5s", "listener.example")
+	if r.code != exitFailure || !strings.Contains(r.stderr, `did not resolve: UNAVAILABLE: Listener resource "listener.example"`) {
+		t.Fatalf("exit status %d, want 1 and UNAVAILABLE; stderr:\n%s", r.code, r.stderr)
+	}
+}

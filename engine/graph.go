@@ -327,43 +327,35 @@ func (gw *graphWatch) update(ref registry.Ref, st *graphNodeState, apply func(),
 		start = append(start, gw.ensureLocked(r)...)
 	}
 	g, err := gw.resolveLocked(reachable, cycle)
-	var deliver func()
-	if g != nil || err != nil {
-		if g != nil && gw.sameAsLastLocked(g) || err != nil && err.Error() == gw.lastErr && gw.lastSent == nil {
-			g, err = nil, nil
+	if g != nil && gw.sameAsLastLocked(g) || err != nil && err.Error() == gw.lastErr && gw.lastSent == nil {
+		g, err = nil, nil // nothing new to show
+	}
+	// The source's done functions are held until the graph watcher is
+	// done with the snapshot they produced. When there is nothing to show
+	// (yet) they are released at once: holding them while the graph is
+	// incomplete would stop the very stream that must bring the missing
+	// resources.
+	dones := gw.pending
+	gw.pending = nil
+	release := func() {
+		for _, d := range dones {
+			d()
 		}
 	}
+	deliver := release
 	if g != nil || err != nil {
-		dones := gw.pending
-		gw.pending = nil
 		gw.lastSent = g
 		gw.lastErr = ""
 		if err != nil {
 			gw.lastErr = err.Error()
 		}
-		all := func() {
-			for _, d := range dones {
-				d()
-			}
-		}
 		deliver = func() {
 			if gw.isClosed() {
-				all()
+				release()
 				return
 			}
 			var once sync.Once
-			gw.w.OnGraphChanged(g, err, func() { once.Do(all) })
-		}
-	} else {
-		// Nothing to show yet, or nothing new: release the source at once.
-		// Holding it while the graph is incomplete would stop the very
-		// stream that must bring the missing resources.
-		dones := gw.pending
-		gw.pending = nil
-		deliver = func() {
-			for _, d := range dones {
-				d()
-			}
+			gw.w.OnGraphChanged(g, err, func() { once.Do(release) })
 		}
 	}
 	gw.mu.Unlock()
@@ -371,8 +363,8 @@ func (gw *graphWatch) update(ref registry.Ref, st *graphNodeState, apply func(),
 		c()
 	}
 	gw.startWatches(start)
-	if deliver != nil {
-		gw.ser.schedule(deliver)
+	if !gw.ser.schedule(deliver) {
+		release() // cancelled: nobody will see it, but the source must go on
 	}
 }
 

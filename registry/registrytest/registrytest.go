@@ -53,7 +53,11 @@ func Run(t *testing.T, rt registry.ResourceType, cases []Case) {
 		corpus = append(corpus, raw)
 		t.Run(c.Name, func(t *testing.T) { runCase(t, rt, c, raw) })
 	}
-	t.Run("garbage", func(t *testing.T) { runGarbage(t, rt, corpus) })
+	t.Run("garbage", func(t *testing.T) {
+		for _, p := range CheckGarbage(rt, corpus) {
+			t.Error(p)
+		}
+	})
 }
 
 func runCase(t *testing.T, rt registry.ResourceType, c Case, raw []byte) {
@@ -106,10 +110,12 @@ func runCase(t *testing.T, rt registry.ResourceType, c Case, raw []byte) {
 	}
 }
 
-// runGarbage feeds the decoder bytes no server should send. The decoder is
-// called directly, not through ResourceType.Decode, so a panic fails the
-// test instead of being turned into an error.
-func runGarbage(t *testing.T, rt registry.ResourceType, corpus [][]byte) {
+// CheckGarbage feeds the decoder bytes no server should send — nil,
+// truncations and bit flips of each corpus entry, and random bytes — and
+// returns a description of each misbehaviour: a panic, or neither a
+// resource nor an error. The decoder is called directly, not through
+// ResourceType.Decode, which would turn a panic into an error.
+func CheckGarbage(rt registry.ResourceType, corpus [][]byte) []string {
 	rng := rand.New(rand.NewPCG(1, 2))
 	inputs := [][]byte{nil, {}, {0xff}, {0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f}}
 	for _, raw := range corpus {
@@ -129,22 +135,24 @@ func runGarbage(t *testing.T, rt registry.ResourceType, corpus [][]byte) {
 		}
 		inputs = append(inputs, b)
 	}
+	var problems []string
 	for _, in := range inputs {
 		func() {
 			defer func() {
 				if p := recover(); p != nil {
-					t.Errorf("decoder panicked on %x: %v", in, p)
+					problems = append(problems, fmt.Sprintf("decoder panicked on %x: %v", in, p))
 				}
 			}()
 			res, err := rt.Decoder.Decode(in, registry.DecodeOptions{})
 			if err == nil && res.Resource == nil {
-				t.Errorf("decoder returned neither a resource nor an error for %x", in)
+				problems = append(problems, fmt.Sprintf("decoder returned neither a resource nor an error for %x", in))
 			}
 			if err == nil && rt.Validator != nil {
 				_ = rt.Validator.Validate(res.Resource, registry.DecodeOptions{})
 			}
 		}()
 	}
+	return problems
 }
 
 func sortedRefs(refs []registry.Ref) []registry.Ref {

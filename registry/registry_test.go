@@ -1,0 +1,197 @@
+package registry_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/xdsengine/xdsengine/registry"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var okDecoder = registry.DecoderFunc(func(raw []byte, o registry.DecodeOptions) (registry.DecodeResult, error) {
+	return registry.DecodeResult{Name: string(raw), Resource: string(raw)}, nil
+})
+
+func typ(url string) registry.ResourceType {
+	return registry.ResourceType{TypeURL: url, Decoder: okDecoder}
+}
+
+func TestNewRejects(t *testing.T) {
+	tests := []struct {
+		name    string
+		types   []registry.ResourceType
+		wantErr error
+		wantMsg string
+	}{
+		{"empty type URL", []registry.ResourceType{typ("")}, registry.ErrEmptyTypeURL, "resource type #0: empty type URL"},
+		{"no slash", []registry.ResourceType{typ("Listener")}, registry.ErrBadTypeURL, `#0 (Listener)`},
+		{"nothing after the slash", []registry.ResourceType{typ("type.googleapis.com/")}, registry.ErrBadTypeURL, "<host>/<message name>"},
+		{"whitespace", []registry.ResourceType{typ("type.googleapis.com/a b")}, registry.ErrBadTypeURL, ""},
+		{"nil decoder", []registry.ResourceType{{TypeURL: "type.googleapis.com/x.Y"}}, registry.ErrNilDecoder, "(type.googleapis.com/x.Y): nil decoder"},
+		{"duplicate", []registry.ResourceType{typ("type.googleapis.com/x.Y"), typ("type.googleapis.com/x.Z"), typ("type.googleapis.com/x.Y")},
+			registry.ErrDuplicateType, "resource type #2 (type.googleapis.com/x.Y): type URL registered twice"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := registry.New(tc.types...)
+			if r != nil || !errors.Is(err, tc.wantErr) || !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Fatalf("New = %v, %v; want %v containing %q", r, err, tc.wantErr, tc.wantMsg)
+			}
+			var te *registry.TypeError
+			if !errors.As(err, &te) {
+				t.Fatalf("error %T is not a *TypeError", err)
+			}
+		})
+	}
+}
+
+func TestRegistry(t *testing.T) {
+	r, err := registry.New(typ("type.googleapis.com/b.B"), typ("type.googleapis.com/a.A"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.TypeURLs(); !slices.Equal(got, []string{"type.googleapis.com/a.A", "type.googleapis.com/b.B"}) {
+		t.Fatalf("TypeURLs = %v, want sorted", got)
+	}
+	r.TypeURLs()[0] = "changed"
+	if r.TypeURLs()[0] != "type.googleapis.com/a.A" {
+		t.Fatal("TypeURLs exposes the registry's slice")
+	}
+	r2, err := r.With(typ("type.googleapis.com/c.C"))
+	if err != nil || r2.Len() != 3 || r.Len() != 2 {
+		t.Fatalf("With: %v, lens %d %d; want a new registry of 3 and the old one unchanged", err, r2.Len(), r.Len())
+	}
+	if _, err := r.With(typ("type.googleapis.com/a.A")); !errors.Is(err, registry.ErrDuplicateType) {
+		t.Fatalf("With duplicate = %v", err)
+	}
+	if _, ok := r.Lookup("type.googleapis.com/c.C"); ok {
+		t.Fatal("With modified the original registry")
+	}
+	var nilReg *registry.Registry
+	if _, ok := nilReg.Lookup("x"); ok || nilReg.Len() != 0 || nilReg.TypeURLs() != nil {
+		t.Fatal("a nil registry must be empty")
+	}
+}
+
+func TestShortName(t *testing.T) {
+	tests := []struct {
+		rt   registry.ResourceType
+		want string
+	}{
+		{registry.ResourceType{TypeURL: "type.googleapis.com/envoy.config.listener.v3.Listener"}, "Listener"},
+		{registry.ResourceType{TypeURL: "type.googleapis.com/envoy.config.listener.v3.Listener", Name: "LDS"}, "LDS"},
+		{registry.ResourceType{TypeURL: "example.com/Thing"}, "Thing"},
+	}
+	for _, tc := range tests {
+		if got := tc.rt.ShortName(); got != tc.want {
+			t.Errorf("ShortName(%q) = %q, want %q", tc.rt.TypeURL, got, tc.want)
+		}
+	}
+}
+
+// TestDecode covers ResourceType.Decode, the engine's single entry point
+// into a type: validation, the wrapper name and panic containment.
+func TestDecode(t *testing.T) {
+	failing := registry.ValidatorFunc(func(r registry.Resource, _ registry.DecodeOptions) error {
+		if r == "bad" {
+			return errors.New("port: out of range")
+		}
+		return nil
+	})
+	tests := []struct {
+		name     string
+		rt       registry.ResourceType
+		raw      string
+		opts     registry.DecodeOptions
+		wantName string
+		wantErr  string
+	}{
+		{"valid", registry.ResourceType{TypeURL: "t/x.A", Decoder: okDecoder, Validator: failing}, "ok", registry.DecodeOptions{}, "ok", ""},
+		{"invalid keeps the name", registry.ResourceType{TypeURL: "t/x.A", Decoder: okDecoder, Validator: failing}, "bad", registry.DecodeOptions{}, "bad", "port: out of range"},
+		{"name from the wrapper", registry.ResourceType{TypeURL: "t/x.A", Decoder: registry.DecoderFunc(func([]byte, registry.DecodeOptions) (registry.DecodeResult, error) {
+			return registry.DecodeResult{Resource: 1}, nil
+		})}, "", registry.DecodeOptions{WrapperName: "w"}, "w", ""},
+		{"decoder panic becomes an error", registry.ResourceType{TypeURL: "t/x.A", Decoder: registry.DecoderFunc(func([]byte, registry.DecodeOptions) (registry.DecodeResult, error) {
+			panic("boom")
+		})}, "", registry.DecodeOptions{WrapperName: "w"}, "w", "A decoder panicked: boom"},
+		{"no resource and no error", registry.ResourceType{TypeURL: "t/x.A", Decoder: registry.DecoderFunc(func([]byte, registry.DecodeOptions) (registry.DecodeResult, error) {
+			return registry.DecodeResult{Name: "n"}, nil
+		})}, "", registry.DecodeOptions{}, "n", "decoder returned no resource"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := tc.rt.Decode([]byte(tc.raw), tc.opts)
+			if res.Name != tc.wantName {
+				t.Errorf("name = %q, want %q", res.Name, tc.wantName)
+			}
+			if tc.wantErr == "" {
+				if err != nil || res.Resource == nil {
+					t.Errorf("Decode = %v, %v; want a resource", res.Resource, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || res.Resource != nil {
+				t.Errorf("Decode = %v, %v; want error %q and no resource", res.Resource, err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestRefs(t *testing.T) {
+	rt := registry.ResourceType{TypeURL: "t/x.A", Decoder: okDecoder,
+		Dependencies: registry.DependencyFunc(func(r registry.Resource) []registry.Ref {
+			return []registry.Ref{{TypeURL: "t/x.B", Name: r.(string)}}
+		})}
+	if got := rt.Refs("b"); len(got) != 1 || got[0].String() != "t/x.B/b" {
+		t.Fatalf("Refs = %v", got)
+	}
+	if got := (registry.ResourceType{TypeURL: "t/x.A", Decoder: okDecoder}).Refs("b"); got != nil {
+		t.Fatalf("Refs without an extractor = %v, want nil", got)
+	}
+}
+
+// Example_customResourceType registers a type of one's own next to others.
+func Example_customResourceType() {
+	greeting := registry.ResourceType{
+		TypeURL: "type.googleapis.com/example.v1.Greeting",
+		Decoder: registry.DecoderFunc(func(raw []byte, _ registry.DecodeOptions) (registry.DecodeResult, error) {
+			name, text, ok := strings.Cut(string(raw), "=")
+			if !ok {
+				return registry.DecodeResult{}, errors.New("want name=text")
+			}
+			return registry.DecodeResult{Name: name, Resource: text}, nil
+		}),
+		Validator: registry.ValidatorFunc(func(r registry.Resource, _ registry.DecodeOptions) error {
+			if r.(string) == "" {
+				return errors.New("text: must not be empty")
+			}
+			return nil
+		}),
+	}
+	reg, err := registry.New(greeting)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rt, _ := reg.Lookup("type.googleapis.com/example.v1.Greeting")
+	res, err := rt.Decode([]byte("hello=Hello, xDS"), registry.DecodeOptions{})
+	fmt.Println(rt.ShortName(), res.Name, res.Resource, err)
+	res, err = rt.Decode([]byte("empty="), registry.DecodeOptions{})
+	fmt.Println(res.Name, err)
+	// Output:
+	// Greeting hello Hello, xDS <nil>
+	// empty text: must not be empty
+}
+
+func ExampleRegistry_With() {
+	base := registry.MustNew(registry.ResourceType{TypeURL: "type.googleapis.com/a.A", Decoder: okDecoder})
+	_, err := base.With(registry.ResourceType{TypeURL: "type.googleapis.com/a.A", Decoder: okDecoder})
+	fmt.Println(err)
+	// Output: registry: resource type #1 (type.googleapis.com/a.A): type URL registered twice
+}

@@ -1,0 +1,66 @@
+package registrytest_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
+	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/registry/registrytest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestCheckGarbageCatchesMisbehaviour(t *testing.T) {
+	corpus := [][]byte{testtype.Any(testtype.TypeURL, "a").GetValue()}
+	tests := []struct {
+		name    string
+		decoder registry.DecoderFunc
+		want    string // in the first problem; "" means no problem
+	}{
+		{"well behaved", testtype.Type(testtype.TypeURL, false).Decoder.(registry.DecoderFunc), ""},
+		{"panics on short input", func(raw []byte, _ registry.DecodeOptions) (registry.DecodeResult, error) {
+			_ = raw[3]
+			return registry.DecodeResult{Name: "x", Resource: 1}, nil
+		}, "decoder panicked"},
+		{"returns nothing", func([]byte, registry.DecodeOptions) (registry.DecodeResult, error) {
+			return registry.DecodeResult{}, nil
+		}, "neither a resource nor an error"},
+		{"errors are fine", func([]byte, registry.DecodeOptions) (registry.DecodeResult, error) {
+			return registry.DecodeResult{}, errors.New("bad bytes")
+		}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := registry.ResourceType{TypeURL: testtype.TypeURL, Decoder: tc.decoder}
+			problems := registrytest.CheckGarbage(rt, corpus)
+			if tc.want == "" {
+				if len(problems) > 0 {
+					t.Fatalf("CheckGarbage = %v, want none", problems[0])
+				}
+				return
+			}
+			if len(problems) == 0 || !strings.Contains(problems[0], tc.want) {
+				t.Fatalf("CheckGarbage = %v, want a problem containing %q", problems, tc.want)
+			}
+		})
+	}
+}
+
+// ExampleCheckGarbage runs the kit's robustness check alone; a type's
+// tests call registrytest.Run(t, mytype.Type, cases), which includes it.
+func ExampleCheckGarbage() {
+	broken := registry.ResourceType{
+		TypeURL: "type.googleapis.com/example.v1.Broken",
+		Decoder: registry.DecoderFunc(func(raw []byte, _ registry.DecodeOptions) (registry.DecodeResult, error) {
+			return registry.DecodeResult{Name: string(raw[:2]), Resource: raw}, nil // panics on short input
+		}),
+	}
+	problems := registrytest.CheckGarbage(broken, nil)
+	fmt.Println(len(problems) > 0, problems[0])
+	// Output: true decoder panicked on : runtime error: slice bounds out of range [:2] with capacity 0
+}

@@ -195,9 +195,10 @@ func resourcesEqual(a, b registry.Resource) bool {
 }
 
 // onDataErrorLocked applies a NACK, an LDS/CDS deletion or a TP3 error
-// (A88's table): the state and error are recorded; a cached resource is
-// kept or dropped as the server's features decide; watchers get an
-// ambient error while a resource is cached and a changed error otherwise.
+// (A88's table): the state and error are recorded; on a data error a
+// cached resource is kept or dropped as the server's features decide (a
+// transient TP3 error always keeps it); watchers get an ambient error
+// while a resource is cached and a changed error otherwise.
 func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason, version string, c *channel, gate *readGate) {
 	switch reason {
 	case features.ReasonNACK:
@@ -233,6 +234,12 @@ func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason
 	en.err = err
 	en.failedVersion = version
 	en.failedAt = e.clock.Now()
+	e.notifyErrorLocked(en, err, gate)
+}
+
+// notifyErrorLocked tells the watchers of an error the A88 way: an
+// ambient error while a resource is cached, a changed error otherwise.
+func (e *Engine) notifyErrorLocked(en *entry, err *Error, gate *readGate) {
 	if en.value != nil {
 		en.ambient = err
 		e.notifyAmbientLocked(en, err, gate)

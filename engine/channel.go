@@ -299,13 +299,7 @@ func (e *Engine) notifyChannelErrorLocked(a *authority, c *channel) {
 			if len(en.watchers) == 0 {
 				continue
 			}
-			err := e.channelErrorFor(c, en)
-			if en.value != nil {
-				en.ambient = err
-				e.notifyAmbientLocked(en, err, nil)
-			} else {
-				e.notifyChangedLocked(en, nil, err, nil)
-			}
+			e.notifyErrorLocked(en, e.channelErrorFor(c, en), nil)
 		}
 	}
 }

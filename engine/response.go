@@ -135,7 +135,8 @@ func (c *channel) decodeResourceLocked(typ registry.ResourceType, res *anypb.Any
 
 // handleResourceErrorLocked applies one xRFC TP3 resource error: the
 // timer stops and the entry moves to RECEIVED_ERROR. NOT_FOUND and
-// PERMISSION_DENIED are data errors; other codes are transient (A88).
+// PERMISSION_DENIED are data errors, subject to the server's error
+// policy; other codes are transient and never drop the cache (A88).
 func (c *channel) handleResourceErrorLocked(s *adsStream, typeURL string, re *discoverypb.ResourceError, version string, seen map[string]bool, gate *readGate) {
 	e := c.e
 	name := re.GetResourceName().GetName()
@@ -155,21 +156,7 @@ func (c *channel) handleResourceErrorLocked(s *adsStream, typeURL string, re *di
 	code := codes.Code(re.GetErrorDetail().GetCode())
 	msg := re.GetErrorDetail().GetMessage()
 	err := e.newError(KindServerReported, code, en, c, fmt.Errorf("xDS server reported %s: %s", code, msg))
-	if err.Class() == features.DataError {
-		e.onDataErrorLocked(en, err, features.ReasonServerReported, version, c, gate)
-		return
-	}
-	// Transient: the cached resource, if any, is always kept.
-	en.state = StateReceivedError
-	en.err = err
-	en.failedVersion = version
-	en.failedAt = e.clock.Now()
-	if en.value != nil {
-		en.ambient = err
-		e.notifyAmbientLocked(en, err, gate)
-		return
-	}
-	e.notifyChangedLocked(en, nil, err, gate)
+	e.onDataErrorLocked(en, err, features.ReasonServerReported, version, c, gate)
 }
 
 // applyDeletionsLocked handles SotW deletion for all-resources-required

@@ -3,17 +3,14 @@ package lds
 import (
 	"bytes"
 	"fmt"
-	"strings"
 
-	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
-	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/types/internal/typedconfig"
 	"github.com/xdsengine/xdsengine/types/internal/validation"
 	"github.com/xdsengine/xdsengine/types/rds"
 )
@@ -21,9 +18,7 @@ import (
 // Message names compared with the part of an Any's type URL after the last
 // '/'; what precedes it is an opaque host that servers may vary.
 const (
-	hcmMessage           = "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
-	typedStructV3Message = "xds.type.v3.TypedStruct"
-	typedStructV1Message = "udpa.type.v1.TypedStruct"
+	hcmMessage = "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
 )
 
 // hcmField is the path of the HttpConnectionManager in a Listener.
@@ -52,7 +47,7 @@ func convert(m *listenerv3.Listener, raw []byte) (*Listener, error) {
 	}
 	l.hcm.apiListenerSet = true
 	l.hcm.typeURL = api.GetApiListener().GetTypeUrl()
-	if messageName(l.hcm.typeURL) != hcmMessage {
+	if validation.TypeName(l.hcm.typeURL) != hcmMessage {
 		return l, nil
 	}
 	hcm := new(hcmv3.HttpConnectionManager)
@@ -84,7 +79,7 @@ func convert(m *listenerv3.Listener, raw []byte) (*Listener, error) {
 		l.HTTPFilters = make([]HTTPFilter, n)
 	}
 	for i, f := range hcm.GetHttpFilters() {
-		typeURL, err := configTypeURL(f.GetTypedConfig())
+		typeURL, err := typedconfig.TypeURL(f.GetTypedConfig())
 		if err != nil {
 			return nil, &validation.FieldError{Field: fmt.Sprintf("%s.http_filters[%d].typed_config", hcmField, i), Rule: err.Error()}
 		}
@@ -103,30 +98,4 @@ func configSourceOf(cs *corev3.ConfigSource) configSource {
 		return configSourceSelf
 	}
 	return configSourceOther
-}
-
-// configTypeURL returns the type URL of the configuration in a, looking
-// inside a TypedStruct, which carries a config type the server could not
-// or would not encode as a message. It returns "" for a nil Any.
-func configTypeURL(a *anypb.Any) (string, error) {
-	switch messageName(a.GetTypeUrl()) {
-	case typedStructV3Message:
-		ts := new(xdstypev3.TypedStruct)
-		if err := proto.Unmarshal(a.GetValue(), ts); err != nil {
-			return "", fmt.Errorf("cannot parse TypedStruct: %w", err)
-		}
-		return ts.GetTypeUrl(), nil
-	case typedStructV1Message:
-		ts := new(udpatypev1.TypedStruct)
-		if err := proto.Unmarshal(a.GetValue(), ts); err != nil {
-			return "", fmt.Errorf("cannot parse TypedStruct: %w", err)
-		}
-		return ts.GetTypeUrl(), nil
-	}
-	return a.GetTypeUrl(), nil
-}
-
-// messageName returns the fully qualified message name in a type URL.
-func messageName(typeURL string) string {
-	return typeURL[strings.LastIndexByte(typeURL, '/')+1:]
 }

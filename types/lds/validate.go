@@ -39,7 +39,7 @@ func validate(r registry.Resource, opts registry.DecodeOptions) error {
 		errs.Add("api_listener", "field not present: only client-side (API) listeners are supported")
 	case l.hcm.typeURL == "":
 		errs.Add(hcmField, "field not present")
-	case messageName(l.hcm.typeURL) != hcmMessage:
+	case validation.TypeName(l.hcm.typeURL) != hcmMessage:
 		errs.Addf(hcmField, "unsupported type %q, want %s", l.hcm.typeURL, hcmMessage)
 	default:
 		validateHCM(l, opts, &errs)
@@ -106,7 +106,7 @@ func validateHTTPFilters(filters []HTTPFilter, errs *validation.Errors) {
 			continue
 		}
 		seen[f.Name] = true
-		support, known := httpFilters[messageName(f.ConfigTypeURL)]
+		support, known := httpFilters[validation.TypeName(f.ConfigTypeURL)]
 		switch {
 		case known && support != filterServerOnly:
 			run = append(run, i)
@@ -128,7 +128,7 @@ func validateHTTPFilters(filters []HTTPFilter, errs *validation.Errors) {
 		return
 	}
 	for k, i := range run {
-		terminal := httpFilters[messageName(filters[i].ConfigTypeURL)] == filterClientTerminal
+		terminal := httpFilters[validation.TypeName(filters[i].ConfigTypeURL)] == filterClientTerminal
 		last := k == len(run)-1
 		switch {
 		case terminal && !last:

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
-	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
@@ -19,15 +17,14 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/types/internal/typedconfig"
 	"github.com/xdsengine/xdsengine/types/internal/validation"
 )
 
 // Message names compared with the part of an Any's type URL after the last
 // '/'; what precedes it is an opaque host that servers may vary.
 const (
-	filterConfigMessage  = "envoy.config.route.v3.FilterConfig"
-	typedStructV3Message = "xds.type.v3.TypedStruct"
-	typedStructV1Message = "udpa.type.v1.TypedStruct"
+	filterConfigMessage = "envoy.config.route.v3.FilterConfig"
 	// rlsPluginMessage is the only cluster specifier plugin gRPC
 	// implements: route lookup (RLS) as a cluster specifier.
 	rlsPluginMessage = "grpc.lookup.v1.RouteLookupClusterSpecifier"
@@ -76,7 +73,7 @@ func convert(m *routev3.RouteConfiguration, raw []byte) (*RouteConfiguration, er
 	}
 	for i, p := range m.GetClusterSpecifierPlugins() {
 		ext := p.GetExtension()
-		typeURL, err := configTypeURL(ext.GetTypedConfig())
+		typeURL, err := typedconfig.TypeURL(ext.GetTypedConfig())
 		if err != nil {
 			return nil, validation.Within(fmt.Sprintf("cluster_specifier_plugins[%d].extension.typed_config", i), err)
 		}
@@ -365,7 +362,7 @@ func convertFilterOverrides(cfgs map[string]*anypb.Any) ([]FilterOverride, error
 	out := make([]FilterOverride, 0, len(cfgs))
 	for name, cfg := range cfgs {
 		o := FilterOverride{Name: name}
-		if messageName(cfg.GetTypeUrl()) == filterConfigMessage {
+		if validation.TypeName(cfg.GetTypeUrl()) == filterConfigMessage {
 			fc := new(routev3.FilterConfig)
 			if err := proto.Unmarshal(cfg.GetValue(), fc); err != nil {
 				return nil, &validation.FieldError{Field: bracket(name), Rule: "cannot parse FilterConfig: " + err.Error()}
@@ -373,7 +370,7 @@ func convertFilterOverrides(cfgs map[string]*anypb.Any) ([]FilterOverride, error
 			cfg, o.Optional = fc.GetConfig(), fc.GetIsOptional()
 		}
 		var err error
-		if o.ConfigTypeURL, err = configTypeURL(cfg); err != nil {
+		if o.ConfigTypeURL, err = typedconfig.TypeURL(cfg); err != nil {
 			return nil, validation.Within(bracket(name), err)
 		}
 		out = append(out, o)
@@ -382,33 +379,7 @@ func convertFilterOverrides(cfgs map[string]*anypb.Any) ([]FilterOverride, error
 	return out, nil
 }
 
-// configTypeURL returns the type URL of the configuration in a, looking
-// inside a TypedStruct, which carries a config type the server could not
-// or would not encode as a message. It returns "" for a nil Any.
-func configTypeURL(a *anypb.Any) (string, error) {
-	switch messageName(a.GetTypeUrl()) {
-	case typedStructV3Message:
-		ts := new(xdstypev3.TypedStruct)
-		if err := proto.Unmarshal(a.GetValue(), ts); err != nil {
-			return "", fmt.Errorf("cannot parse TypedStruct: %w", err)
-		}
-		return ts.GetTypeUrl(), nil
-	case typedStructV1Message:
-		ts := new(udpatypev1.TypedStruct)
-		if err := proto.Unmarshal(a.GetValue(), ts); err != nil {
-			return "", fmt.Errorf("cannot parse TypedStruct: %w", err)
-		}
-		return ts.GetTypeUrl(), nil
-	}
-	return a.GetTypeUrl(), nil
-}
-
-// messageName returns the fully qualified message name in a type URL.
-func messageName(typeURL string) string {
-	return typeURL[strings.LastIndexByte(typeURL, '/')+1:]
-}
-
-func pluginSupported(typeURL string) bool { return messageName(typeURL) == rlsPluginMessage }
+func pluginSupported(typeURL string) bool { return validation.TypeName(typeURL) == rlsPluginMessage }
 
 // bracket formats a map key for a field path, quoting it only when it
 // could be misread: filter names are usually dotted, and quoting every one

@@ -211,7 +211,7 @@ func validateFilterOverrides(overrides []FilterOverride, at func() string, errs 
 		if o.Name == "" {
 			errs.Add(at()+bracket(o.Name), "filter name must be non-empty")
 		}
-		problem, known := overrideConfigs[messageName(o.ConfigTypeURL)]
+		problem, known := overrideConfigs[validation.TypeName(o.ConfigTypeURL)]
 		switch {
 		case problem != "":
 			errs.Add(at()+bracket(o.Name), problem)

@@ -423,3 +423,27 @@ func TestCloseStopsCallbacks(t *testing.T) {
 		t.Fatalf("second Close = %v", err)
 	}
 }
+
+// TestXDSTPCanonicalNames: a name with context parameters matches the
+// server's resource whatever their order (gRFC A47, xRFC TP1), and the
+// request carries the canonical form.
+func TestXDSTPCanonicalNames(t *testing.T) {
+	f := newFixture(t, fixtureOpts{mutate: func(c *engine.Config) {
+		c.Bootstrap.Authorities = map[string]engine.Authority{"auth.example": {}}
+	}})
+	w, _ := f.watch(thing, "xdstp://auth.example/xdsengine.test.Thing/svc?zone=z1&env=prod")
+	st := f.servers[0].WaitStream(t)
+	const canonical = "xdstp://auth.example/xdsengine.test.Thing/svc?env=prod&zone=z1"
+	wantRequest(t, st.RecvT(t), thing, "", "", canonical)
+	st.SendT(t, resp(thing, "1", res(thing, "xdstp://auth.example/xdsengine.test.Thing/svc?zone=z1&env=prod")))
+	if ev := w.NextChanged(t); ev.Err != nil {
+		t.Fatalf("got %v, want the resource", ev)
+	}
+	wantRequest(t, st.RecvT(t), thing, "1", "1", canonical) // ACK
+	// A second watch spelled the canonical way shares the cache entry.
+	w2, _ := f.watch(thing, canonical)
+	if ev := w2.NextChanged(t); ev.Err != nil {
+		t.Fatalf("got %v, want the cached resource", ev)
+	}
+	st.ExpectNoRequest(t, 50*time.Millisecond)
+}

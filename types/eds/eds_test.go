@@ -2,7 +2,6 @@ package eds_test
 
 import (
 	"net/netip"
-	"strings"
 	"testing"
 
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -393,26 +392,6 @@ func TestDecodeValid(t *testing.T) {
 			}
 			if got.Composed() {
 				t.Error("Composed() = true for a decoded resource")
-			}
-		})
-	}
-}
-
-func TestDecodeInvalid(t *testing.T) {
-	for _, tc := range invalidCases {
-		t.Run(tc.name, func(t *testing.T) {
-			raw := tc.raw
-			if raw == nil {
-				raw = marshal(t, tc.in)
-			}
-			res, err := eds.Type.Decode(raw, registry.DecodeOptions{})
-			if err == nil {
-				t.Fatalf("Decode() = %+v, want error containing %q", res.Resource, tc.wantErr)
-			}
-			for _, part := range strings.Split(tc.wantErr, "|") {
-				if !strings.Contains(err.Error(), part) {
-					t.Errorf("Decode() error = %q, want it to contain %q", err, part)
-				}
 			}
 		})
 	}

@@ -1,7 +1,6 @@
 package lds_test
 
 import (
-	"strings"
 	"testing"
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -72,25 +71,6 @@ func checkInlineRouteConfig(t *testing.T, c testCase, got *rds.RouteConfiguratio
 	}
 	if diff := cmp.Diff(*want, *got, cmpopts.IgnoreUnexported(rds.RouteConfiguration{}, rds.Route{}, rds.HashPolicy{})); diff != "" {
 		t.Errorf("RouteConfig mismatch (-want +got):\n%s", diff)
-	}
-}
-
-func TestDecodeInvalid(t *testing.T) {
-	for _, c := range invalidCases() {
-		t.Run(c.name, func(t *testing.T) {
-			res, err := lds.Type.Decode(marshal(c), registry.DecodeOptions{})
-			if err == nil {
-				t.Fatalf("Decode succeeded, want an error containing %q", c.wantErr)
-			}
-			for part := range strings.SplitSeq(c.wantErr, "|") {
-				if !strings.Contains(err.Error(), part) {
-					t.Errorf("Decode error =\n%v\nwant it to contain %q", err, part)
-				}
-			}
-			if res.Name != c.resourceName() {
-				t.Errorf("Decode name = %q, want %q", res.Name, c.resourceName())
-			}
-		})
 	}
 }
 

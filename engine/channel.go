@@ -55,6 +55,15 @@ func (e *Engine) channelLocked(s ServerConfig) *channel {
 		auths:      make(map[*authority]struct{}),
 		versions:   make(map[string]string),
 	}
+	var ignored []string
+	for _, n := range s.ServerFeatures {
+		if !fs.Has(n) {
+			ignored = append(ignored, n)
+		}
+	}
+	// Unknown names must be ignored (gRFC A27), which makes a typo silent:
+	// say at DEBUG what each server's features came to.
+	e.log.Debug("xDS server features", "server", s.URI, "active", fs.Names(), "ignored", ignored)
 	c.transport, c.buildErr = e.cfg.Transport.Build(s)
 	if c.buildErr != nil {
 		e.log.Error("xDS transport", "server", s.URI, "error", c.buildErr)

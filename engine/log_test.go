@@ -76,3 +76,20 @@ func TestLogsQuietByDefault(t *testing.T) {
 		t.Fatalf("engine wrote to the default logger: %s", buf.String())
 	}
 }
+
+func TestLogsResolvedServerFeatures(t *testing.T) {
+	var buf syncBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	f := newFixture(t, fixtureOpts{serverFeatures: []string{"fail_on_data_errors", "fail_on_data_error"},
+		mutate: func(c *engine.Config) { c.Logger = logger }})
+	f.watch(thing, "a")
+	f.servers[0].WaitStream(t).RecvT(t)
+	out := buf.String()
+	if !strings.Contains(out, `msg="xDS server features"`) || !strings.Contains(out, "active=[fail_on_data_errors]") ||
+		!strings.Contains(out, "ignored=[fail_on_data_error]") {
+		t.Fatalf("logs do not show the resolved and the ignored feature:\n%s", out)
+	}
+	if !strings.Contains(out, `msg="xDS request sent"`) {
+		t.Fatalf("no protocol debug log:\n%s", out)
+	}
+}

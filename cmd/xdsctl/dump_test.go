@@ -110,7 +110,7 @@ func TestDumpCSDS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	got := make(chan struct{})
+	got := make(chan struct{}, 1) // the listener may arrive before the select below
 	defer lds.Watch(e, "listener.example", engine.TypedWatcherFuncs[*lds.Listener]{
 		ResourceChanged: func(_ *lds.Listener, err error, done func()) {
 			done()

@@ -155,6 +155,38 @@ func CheckGarbage(rt registry.ResourceType, corpus [][]byte) []string {
 	return problems
 }
 
+// DecodeTwice is the core of a fuzz target: it decodes raw twice with the
+// type's decoder alone, so that a panic fails the fuzzer instead of
+// becoming an error, validates valid results, and returns the first
+// result with its error and, when the two runs disagree on the name, the
+// error or the dependencies, a description of how ("" when they agree).
+// A type's FuzzDecode calls it and then checks invariants of its own on
+// the result.
+func DecodeTwice(rt registry.ResourceType, raw []byte, opts registry.DecodeOptions) (res registry.DecodeResult, problem string, err error) {
+	once := func() (registry.DecodeResult, string, error) {
+		res, err := rt.Decoder.Decode(raw, opts)
+		if err != nil {
+			return res, fmt.Sprintf("name=%q decode error=%v", res.Name, err), err
+		}
+		if res.Resource == nil {
+			return res, "decoder returned neither a resource nor an error", nil
+		}
+		if rt.Validator != nil {
+			err = rt.Validator.Validate(res.Resource, opts)
+		}
+		return res, fmt.Sprintf("name=%q validate error=%v deps=%v", res.Name, err, sortedRefs(rt.Refs(res.Resource))), err
+	}
+	res, first, err := once()
+	_, second, _ := once()
+	if res.Resource == nil && err == nil {
+		return res, first, nil
+	}
+	if first != second {
+		return res, fmt.Sprintf("decoding is not deterministic:\n%s\nthen\n%s", first, second), err
+	}
+	return res, "", err
+}
+
 func sortedRefs(refs []registry.Ref) []registry.Ref {
 	out := slices.Clone(refs)
 	slices.SortFunc(out, func(a, b registry.Ref) int { return strings.Compare(a.String(), b.String()) })

@@ -64,3 +64,29 @@ func ExampleCheckGarbage() {
 	fmt.Println(len(problems) > 0, problems[0])
 	// Output: true decoder panicked on : runtime error: slice bounds out of range [:2] with capacity 0
 }
+
+func TestDecodeTwice(t *testing.T) {
+	var n int
+	flaky := registry.ResourceType{TypeURL: testtype.TypeURL, Decoder: registry.DecoderFunc(func([]byte, registry.DecodeOptions) (registry.DecodeResult, error) {
+		n++
+		return registry.DecodeResult{Name: fmt.Sprint(n), Resource: n}, nil
+	})}
+	good := testtype.Type(testtype.TypeURL, false)
+	tests := []struct {
+		name    string
+		rt      registry.ResourceType
+		raw     []byte
+		want    string // in the problem; "" means none
+		wantErr bool
+	}{
+		{"deterministic", good, testtype.Any(testtype.TypeURL, "a").GetValue(), "", false},
+		{"invalid but deterministic", good, testtype.Any(testtype.TypeURL, "a", "invalid", "x").GetValue(), "", true},
+		{"not deterministic", flaky, nil, "not deterministic", false},
+	}
+	for _, tc := range tests {
+		res, problem, err := registrytest.DecodeTwice(tc.rt, tc.raw, registry.DecodeOptions{})
+		if (tc.want == "") != (problem == "") || !strings.Contains(problem, tc.want) || (err != nil) != tc.wantErr {
+			t.Errorf("%s: DecodeTwice = %v, %q, %v", tc.name, res, problem, err)
+		}
+	}
+}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/xdsengine/xdsengine/csds"
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
 	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
@@ -60,7 +61,7 @@ func newEngine(t *testing.T, addr, target string, mutate func(*engine.Config)) *
 func engineConfig(addr, target string, mutate func(*engine.Config)) engine.Config {
 	// Pinned switches: the A88 behaviour under test must not depend on
 	// the environment the tests run in.
-	sw := engine.Switches{}
+	sw := features.Switches{}
 	cfg := engine.Config{
 		Bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{engine.InsecureServer(addr)}, Node: engine.Node{ID: nodeID}},
 		Registry:  builtin.Registry(),

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/registry"
@@ -74,7 +75,7 @@ func BenchmarkEngineEDSResponse(b *testing.B) {
 			e, err := engine.New(engine.Config{
 				Bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{engine.InsecureServer(srv.Addr())}, Node: engine.Node{ID: "bench"}},
 				Registry:  registry.MustNew(eds.Type),
-				Switches:  &engine.Switches{},
+				Switches:  &features.Switches{},
 			})
 			if err != nil {
 				b.Fatal(err)

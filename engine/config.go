@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -118,42 +117,6 @@ type CertificateProvider struct {
 	Config     json.RawMessage
 }
 
-// Switches are gRPC's temporary environment variable guards. Each feature
-// is on unless its switch is set.
-type Switches struct {
-	// DisableFallback: GRPC_EXPERIMENTAL_XDS_FALLBACK=false; only the
-	// first server of each list is used (gRFC A71).
-	DisableFallback bool
-	// DisableDataErrorHandling: GRPC_EXPERIMENTAL_XDS_DATA_ERROR_HANDLING=false;
-	// TP3 errors are ignored, fail_on_data_errors and
-	// resource_timer_is_transient_error have no effect, and LDS/CDS
-	// deletions drop the cached resource unless ignore_resource_deletion
-	// is set (behaviour before gRFC A88).
-	DisableDataErrorHandling bool
-	// DisableEndpointFallback: GRPC_EXPERIMENTAL_XDS_ENDPOINT_FALLBACK=false;
-	// fallback_on_reachability_only is ignored and LEDS is not advertised
-	// (gRFC A95).
-	DisableEndpointFallback bool
-}
-
-// Environment variable names read by [SwitchesFromEnv].
-const (
-	EnvFallback          = "GRPC_EXPERIMENTAL_XDS_FALLBACK"
-	EnvDataErrorHandling = "GRPC_EXPERIMENTAL_XDS_DATA_ERROR_HANDLING"
-	EnvEndpointFallback  = "GRPC_EXPERIMENTAL_XDS_ENDPOINT_FALLBACK"
-)
-
-// SwitchesFromEnv reads the switches from the environment: a variable
-// disables its feature only when it is "false" (any case).
-func SwitchesFromEnv() Switches {
-	off := func(name string) bool { return strings.EqualFold(strings.TrimSpace(os.Getenv(name)), "false") }
-	return Switches{
-		DisableFallback:          off(EnvFallback),
-		DisableDataErrorHandling: off(EnvDataErrorHandling),
-		DisableEndpointFallback:  off(EnvEndpointFallback),
-	}
-}
-
 // Config configures an Engine. The engine does not modify it; a Config may
 // be reused.
 type Config struct {
@@ -188,9 +151,12 @@ type Config struct {
 	// FallbackPolicy decides when an authority falls back to its next
 	// server (gRFC A71). Nil means [DefaultFallbackPolicy].
 	FallbackPolicy FallbackPolicy
-	// Switches pins the environment switches; nil reads them from the
-	// environment with [SwitchesFromEnv] when New runs.
-	Switches *Switches
+	// Switches pins gRPC's environment switches; nil reads them from the
+	// environment with [features.SwitchesFromEnv] when New runs. They
+	// reach the resource types too (registry.DecodeOptions.Switches and
+	// registry.ResourceType.Enabled), so this is the one place that
+	// decides.
+	Switches *features.Switches
 	// Target is the data plane target this engine serves, used as CSDS
 	// client_scope and the grpc.target metric label. May be empty.
 	Target string

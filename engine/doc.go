@@ -101,5 +101,7 @@
 //
 // GRPC_EXPERIMENTAL_XDS_FALLBACK, GRPC_EXPERIMENTAL_XDS_DATA_ERROR_HANDLING
 // and GRPC_EXPERIMENTAL_XDS_ENDPOINT_FALLBACK are honoured when "false"
-// (see [Switches]).
+// (see [features.Switches]); Config.Switches pins them, and they reach
+// the resource types through registry.DecodeOptions.Switches and
+// registry.ResourceType.Enabled.
 package engine

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
 	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
 	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
@@ -25,7 +26,7 @@ var fastDial = grpc.WithConnectParams(grpc.ConnectParams{
 // realClockEngine is an engine on the real clock with short retry delays.
 func realClockEngine(t *testing.T, addr string, mutate func(*engine.Config)) *engine.Engine {
 	t.Helper()
-	sw := engine.Switches{}
+	sw := features.Switches{}
 	cfg := engine.Config{
 		Bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{engine.InsecureServer(addr)}, Node: engine.Node{ID: nodeID}},
 		Registry:  testtype.Registry(),

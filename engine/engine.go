@@ -37,7 +37,7 @@ type Engine struct {
 	reg        *registry.Registry
 	clock      Clock
 	log        *slog.Logger
-	switches   Switches
+	switches   features.Switches
 	backoff    func(int) time.Duration
 	node       *corepb.Node
 	nodeID     string
@@ -131,7 +131,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Switches != nil {
 		e.switches = *cfg.Switches
 	} else {
-		e.switches = SwitchesFromEnv()
+		e.switches = features.SwitchesFromEnv()
 	}
 	if e.fallback == nil {
 		e.fallback = DefaultFallbackPolicy()
@@ -198,6 +198,9 @@ func (e *Engine) buildNode() *corepb.Node {
 	cf := []string{clientFeatureNoOverprovisioning, clientFeatureResourceInSotW}
 	for _, u := range e.reg.TypeURLs() {
 		t, _ := e.reg.Lookup(u)
+		if !t.EnabledUnder(e.switches) {
+			continue
+		}
 		for _, f := range t.ClientFeatures {
 			if !slices.Contains(cf, f) {
 				cf = append(cf, f)
@@ -236,10 +239,14 @@ func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) 
 	if e.closed {
 		return func() {}
 	}
-	typ, ok := e.reg.Lookup(typeURL)
+	typ, ok := e.lookupType(typeURL)
 	if !ok {
+		cause := fmt.Errorf("resource type %q is not registered", typeURL)
+		if _, registered := e.reg.Lookup(typeURL); registered {
+			cause = fmt.Errorf("resource type %q is switched off by the engine's switches (Config.Switches, or gRPC's GRPC_EXPERIMENTAL_XDS_* environment variables)", typeURL)
+		}
 		e.failWatchLocked(w, &Error{Kind: KindUnknownType, Code: codes.FailedPrecondition, TypeURL: typeURL, Name: name,
-			NodeID: e.nodeID, Err: fmt.Errorf("resource type %q is not registered", typeURL)})
+			NodeID: e.nodeID, Err: cause})
 		return func() {}
 	}
 	a, key, werr := e.resolveNameLocked(typeURL, name)
@@ -267,6 +274,16 @@ func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) 
 	}
 	e.deliverCurrentLocked(h)
 	return func() { e.cancelWatch(h) }
+}
+
+// lookupType returns a registered type that is on under the engine's
+// switches.
+func (e *Engine) lookupType(typeURL string) (registry.ResourceType, bool) {
+	t, ok := e.reg.Lookup(typeURL)
+	if !ok || !t.EnabledUnder(e.switches) {
+		return registry.ResourceType{}, false
+	}
+	return t, true
 }
 
 func (e *Engine) failWatchLocked(w ResourceWatcher, err *Error) {

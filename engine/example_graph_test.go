@@ -27,7 +27,7 @@ func ExampleWatchGraph() {
 		controlplane.R("api-endpoints", xdsbuild.ClusterLoadAssignment("api-endpoints",
 			xdsbuild.Locality{Zone: "a", Endpoints: []string{"10.0.0.1:443", "10.0.0.2:443"}})),
 	)
-	reg := builtin.RegistryFor(engine.Switches{})
+	reg := builtin.Registry()
 	e, err := engine.New(engine.Config{
 		Bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{engine.InsecureServer(cp.Addr())}, Node: engine.Node{ID: "example-node"}},
 		Registry:  reg,
@@ -62,7 +62,7 @@ func ExampleWatchGraph() {
 func ExampleNewPool() {
 	pool, err := engine.NewPool(engine.Config{
 		Bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{engine.InsecureServer("xds.example:443")}, Node: engine.Node{ID: "n1"}},
-		Registry:  builtin.RegistryFor(engine.Switches{}),
+		Registry:  builtin.Registry(),
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
 	"github.com/xdsengine/xdsengine/internal/testutil/tcpproxy"
@@ -159,7 +160,7 @@ func TestFallbackOnReachabilityOnly(t *testing.T) {
 		primary.Set(thingR(name, "primary-1"))
 		fallback.Set(thingR(name, "fallback-1"))
 		e := realClockEngine(t, primary.Addr(), func(c *engine.Config) {
-			c.Switches = &engine.Switches{DisableEndpointFallback: true}
+			c.Switches = &features.Switches{DisableEndpointFallback: true}
 			c.Bootstrap.Authorities = map[string]engine.Authority{"endpoints.example": {
 				Servers:                    []engine.ServerConfig{engine.InsecureServer(primary.Addr()), engine.InsecureServer(fallback.Addr())},
 				FallbackOnReachabilityOnly: true,
@@ -270,7 +271,7 @@ func TestPoolFallsBackPerTarget(t *testing.T) {
 	primary.Set(thingR("x", "primary"))
 	fallback.Set(thingR("x", "fallback"), thingR("y", "fallback"))
 	proxy := tcpproxy.Start(t, primary.Addr())
-	sw := engine.Switches{}
+	sw := features.Switches{}
 	pool, err := engine.NewPool(engine.Config{
 		Bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{engine.InsecureServer(proxy.Addr()), engine.InsecureServer(fallback.Addr())}, Node: engine.Node{ID: nodeID}},
 		Registry:  testtype.Registry(),
@@ -352,7 +353,7 @@ func TestFallbackDisabled(t *testing.T) {
 	fallback := mgmt.Start(t, mgmt.Options{Name: "fallback"})
 	fallback.Set(thingR("x", "fallback"))
 	primary.Stop()
-	e := fallbackEngine(t, func(c *engine.Config) { c.Switches = &engine.Switches{DisableFallback: true} }, primary.Addr(), fallback.Addr())
+	e := fallbackEngine(t, func(c *engine.Config) { c.Switches = &features.Switches{DisableFallback: true} }, primary.Addr(), fallback.Addr())
 	w := watchrec.New()
 	e.Watch(thing, "x", w)
 	checkEvent(t, w.NextChanged(t), false, codes.Unavailable)

@@ -32,7 +32,7 @@ func cachedFixture(t *testing.T, o fixtureOpts, typeURL string) (*fixture, *watc
 // TestLegacyDataErrorHandling: GRPC_EXPERIMENTAL_XDS_DATA_ERROR_HANDLING=false
 // restores the behaviour before A88.
 func TestLegacyDataErrorHandling(t *testing.T) {
-	legacy := engine.Switches{DisableDataErrorHandling: true}
+	legacy := features.Switches{DisableDataErrorHandling: true}
 	t.Run("deletion drops the resource", func(t *testing.T) {
 		f, w, st := cachedFixture(t, fixtureOpts{switches: legacy}, required)
 		st.SendT(t, resp(required, "2", res(required, "other")))
@@ -74,26 +74,6 @@ func TestLegacyDataErrorHandling(t *testing.T) {
 		checkEvent(t, w.Next(t), true, codes.NotFound)
 		checkDump(t, f.eng, required, "r", adminpb.ClientResourceStatus_DOES_NOT_EXIST, true)
 	})
-}
-
-func TestSwitchesFromEnv(t *testing.T) {
-	tests := []struct {
-		env  map[string]string
-		want engine.Switches
-	}{
-		{map[string]string{}, engine.Switches{}},
-		{map[string]string{engine.EnvDataErrorHandling: "false"}, engine.Switches{DisableDataErrorHandling: true}},
-		{map[string]string{engine.EnvFallback: "FALSE", engine.EnvEndpointFallback: " false "}, engine.Switches{DisableFallback: true, DisableEndpointFallback: true}},
-		{map[string]string{engine.EnvFallback: "0", engine.EnvDataErrorHandling: "true"}, engine.Switches{}},
-	}
-	for _, tc := range tests {
-		for _, k := range []string{engine.EnvFallback, engine.EnvDataErrorHandling, engine.EnvEndpointFallback} {
-			t.Setenv(k, tc.env[k])
-		}
-		if got := engine.SwitchesFromEnv(); got != tc.want {
-			t.Errorf("SwitchesFromEnv() with %v = %+v, want %+v", tc.env, got, tc.want)
-		}
-	}
 }
 
 // failOnNACK is a user's server feature: NACKs drop the cached resource,

@@ -38,7 +38,7 @@ type fixture struct {
 type fixtureOpts struct {
 	servers        int
 	serverFeatures []string
-	switches       engine.Switches
+	switches       features.Switches
 	features       []features.ServerFeature
 	mutate         func(*engine.Config)
 }

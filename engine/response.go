@@ -28,7 +28,7 @@ func (c *channel) handleResponseLocked(s *adsStream, resp *discoverypb.Discovery
 	c.retries = 0
 	c.onHealthyLocked()
 	typeURL := resp.GetTypeUrl()
-	typ, ok := e.reg.Lookup(typeURL)
+	typ, ok := e.lookupType(typeURL)
 	if !ok {
 		e.log.Warn("xDS response for an unregistered type; ignored", "server", c.server.URI, "type", typeURL)
 		return
@@ -129,7 +129,7 @@ func (c *channel) decodeResourceLocked(typ registry.ResourceType, res *anypb.Any
 	if en := c.e.cachedByContent(typ.TypeURL, wrapperName, raw, c); en != nil {
 		return en.name, en.value, en.raw, nil
 	}
-	dr, err := typ.Decode(raw, registry.DecodeOptions{WrapperName: wrapperName, Server: c.serverInfo})
+	dr, err := typ.Decode(raw, registry.DecodeOptions{WrapperName: wrapperName, Server: c.serverInfo, Switches: c.e.switches})
 	return dr.Name, dr.Resource, raw, err
 }
 

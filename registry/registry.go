@@ -47,9 +47,20 @@ type ResourceType struct {
 	// Dependencies is optional.
 	Dependencies DependencyExtractor
 	// ClientFeatures are the client features (node.client_features) the
-	// engine advertises when this type is registered, e.g. LEDS's
-	// "xds.endpoint.supports_lb_endpoint_collection".
+	// engine advertises when this type is registered and enabled, e.g.
+	// LEDS's "xds.endpoint.supports_lb_endpoint_collection".
 	ClientFeatures []string
+	// Enabled is optional: it tells whether the type is on under the
+	// engine's switches (gRPC's environment guards). A type that is off
+	// is treated as not registered: its client features are not
+	// advertised, watches of it fail and responses of it are ignored.
+	// Nil means always on.
+	Enabled func(features.Switches) bool
+}
+
+// EnabledUnder reports whether the type is on under sw (see Enabled).
+func (t ResourceType) EnabledUnder(sw features.Switches) bool {
+	return t.Enabled == nil || t.Enabled(sw)
 }
 
 // ShortName returns Name, or the message name of TypeURL when Name is empty.
@@ -75,6 +86,11 @@ type DecodeOptions struct {
 	WrapperName string
 	// Server is the server the resource came from.
 	Server ServerInfo
+	// Switches are the engine's switches (gRPC's environment guards), for
+	// types whose rules depend on one: EDS ignores
+	// leds_cluster_locality_config when DisableEndpointFallback is set.
+	// The zero value has every feature on.
+	Switches features.Switches
 }
 
 // DecodeResult is a decoder's output.

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/backoff"
 
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/controlplane"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/registry"
@@ -97,11 +98,11 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	say("bootstrap %s: %d servers, authority endpoints.example falls back on reachability only", path, len(bs.Servers))
 
-	reg := builtin.RegistryFor(engine.Switches{})
+	reg := builtin.Registry()
 	e, err := engine.New(engine.Config{
 		Bootstrap: *bs,
 		Registry:  reg,
-		Switches:  &engine.Switches{},
+		Switches:  &features.Switches{},
 		Target:    "xds:///" + listenerName,
 		// A demo retries fast; the defaults follow gRPC's 1 s backoff.
 		Backoff: func(int) time.Duration { return 200 * time.Millisecond },

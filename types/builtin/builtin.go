@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/types/eds"
@@ -11,19 +10,10 @@ import (
 )
 
 // Types returns the built-in resource types, in dependency order
-// (Listener first), honouring GRPC_EXPERIMENTAL_XDS_ENDPOINT_FALLBACK as
-// [TypesFor] does. The slice is new on every call.
+// (Listener first). The slice is new on every call. Whether LEDS and
+// EDS's use of it are on is not decided here but by the engine's switches
+// (engine.Config.Switches), which the types consult.
 func Types() []registry.ResourceType {
-	return TypesFor(engine.SwitchesFromEnv())
-}
-
-// TypesFor returns the built-in resource types for the given switches:
-// with DisableEndpointFallback, LEDS (gRFC A95) is left out, so its client
-// feature is not advertised, and EDS ignores leds_cluster_locality_config.
-func TypesFor(sw engine.Switches) []registry.ResourceType {
-	if sw.DisableEndpointFallback {
-		return []registry.ResourceType{lds.Type, rds.Type, cds.Type, eds.NewType(eds.Options{IgnoreLEDS: true})}
-	}
 	return []registry.ResourceType{lds.Type, rds.Type, cds.Type, eds.Type, leds.Type}
 }
 
@@ -32,12 +22,7 @@ func TypesFor(sw engine.Switches) []registry.ResourceType {
 // duplicate type URL), which is a bug in this module that its tests catch;
 // it never depends on input.
 func Registry() *registry.Registry {
-	return RegistryFor(engine.SwitchesFromEnv())
-}
-
-// RegistryFor returns a new registry holding [TypesFor] sw.
-func RegistryFor(sw engine.Switches) *registry.Registry {
-	r, err := registry.New(TypesFor(sw)...)
+	r, err := registry.New(Types()...)
 	if err != nil {
 		panic("builtin: inconsistent built-in resource types: " + err.Error())
 	}

@@ -8,7 +8,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/cds"
@@ -75,19 +74,4 @@ func ExampleRegistry() {
 	// type.googleapis.com/envoy.config.endpoint.v3.LbEndpointCollection
 	// type.googleapis.com/envoy.config.listener.v3.Listener
 	// type.googleapis.com/envoy.config.route.v3.RouteConfiguration
-}
-
-func TestRegistryForEndpointFallbackSwitch(t *testing.T) {
-	on := builtin.RegistryFor(engine.Switches{})
-	if rt, ok := on.Lookup(leds.TypeURL); !ok || !slices.Contains(rt.ClientFeatures, leds.ClientFeature) {
-		t.Fatalf("LEDS must be registered with its client feature, got %v %v", rt.ClientFeatures, ok)
-	}
-	off := builtin.RegistryFor(engine.Switches{DisableEndpointFallback: true})
-	if _, ok := off.Lookup(leds.TypeURL); ok || off.Len() != 4 {
-		t.Fatalf("with the switch off LEDS must be left out, got %v", off.TypeURLs())
-	}
-	t.Setenv(engine.EnvEndpointFallback, "false")
-	if _, ok := builtin.Registry().Lookup(leds.TypeURL); ok {
-		t.Fatal("Registry() ignored GRPC_EXPERIMENTAL_XDS_ENDPOINT_FALLBACK=false")
-	}
 }

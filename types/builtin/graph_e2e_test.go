@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/backoff"
 
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/registry"
@@ -81,7 +82,7 @@ func TestGraphEndToEnd(t *testing.T) {
 	srv.Set(append(state("c1", "eds-1", eds1...),
 		mgmt.Wrapped(collectionZ2, xdsbuild.Collection("10.0.1.1:80", "10.0.1.2:80")))...)
 
-	reg := builtin.RegistryFor(engine.Switches{})
+	reg := builtin.Registry()
 	e, err := engine.New(engine.Config{
 		Bootstrap: engine.Bootstrap{
 			Servers:     []engine.ServerConfig{engine.InsecureServer(srv.Addr())},
@@ -92,7 +93,7 @@ func TestGraphEndToEnd(t *testing.T) {
 		Transport: engine.GRPCTransport(grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff: backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.2, MaxDelay: 100 * time.Millisecond},
 		})),
-		Switches: &engine.Switches{},
+		Switches: &features.Switches{},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +187,7 @@ func TestGraphString(t *testing.T) {
 	srv := mgmt.Start(t, mgmt.Options{})
 	srv.Set(append(state("c1", "eds-1", xdsbuild.Locality{Zone: "z1", Endpoints: []string{"10.0.0.1:80"}}, xdsbuild.Locality{Zone: "z2", Collection: collectionZ2}),
 		mgmt.Wrapped(collectionZ2, xdsbuild.Collection("10.0.1.1:80", "[::1]:81")))...)
-	reg := builtin.RegistryFor(engine.Switches{})
+	reg := builtin.Registry()
 	e, err := engine.New(engine.Config{
 		Bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{engine.InsecureServer(srv.Addr())}, Node: engine.Node{ID: "n"},
 			Authorities: map[string]engine.Authority{"endpoints.example": {}}},

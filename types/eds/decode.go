@@ -16,7 +16,7 @@ import (
 	"github.com/xdsengine/xdsengine/types/internal/validation"
 )
 
-func (o Options) decode(raw []byte, _ registry.DecodeOptions) (registry.DecodeResult, error) {
+func decode(raw []byte, opts registry.DecodeOptions) (registry.DecodeResult, error) {
 	var cla endpointpb.ClusterLoadAssignment
 	if err := proto.Unmarshal(raw, &cla); err != nil {
 		return registry.DecodeResult{}, fmt.Errorf("cannot unmarshal ClusterLoadAssignment: %w", err)
@@ -26,7 +26,7 @@ func (o Options) decode(raw []byte, _ registry.DecodeOptions) (registry.DecodeRe
 	if name == "" {
 		errs.Add("cluster_name", "must be non-empty")
 	}
-	localities := convertLocalities(cla.GetEndpoints(), !o.IgnoreLEDS, &errs)
+	localities := convertLocalities(cla.GetEndpoints(), !opts.Switches.DisableEndpointFallback, &errs)
 	drops := convertDrops(cla.GetPolicy().GetDropOverloads(), &errs)
 	if err := errs.Err(); err != nil {
 		return registry.DecodeResult{Name: name}, err

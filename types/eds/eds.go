@@ -19,25 +19,15 @@ const TypeURL = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignm
 
 // Type describes ClusterLoadAssignment resources to a registry. A SotW
 // response need not carry every subscribed resource. A resource depends on
-// the LEDS collections its localities name (gRFC A95).
-var Type = NewType(Options{})
-
-// Options vary the EDS type.
-type Options struct {
-	// IgnoreLEDS makes localities ignore leds_cluster_locality_config and
-	// use lb_endpoints, as gRPC does with
-	// GRPC_EXPERIMENTAL_XDS_ENDPOINT_FALLBACK=false (gRFC A95's guard).
-	IgnoreLEDS bool
-}
-
-// NewType returns the EDS type with options.
-func NewType(o Options) registry.ResourceType {
-	return registry.ResourceType{
-		TypeURL:      TypeURL,
-		Name:         "ClusterLoadAssignment",
-		Decoder:      registry.DecoderFunc(o.decode),
-		Dependencies: registry.DependencyFunc(dependencies),
-	}
+// the LEDS collections its localities name (gRFC A95), unless the engine's
+// switches turn A95 off (DecodeOptions.Switches.DisableEndpointFallback):
+// localities then ignore leds_cluster_locality_config and use
+// lb_endpoints, as gRPC does with GRPC_EXPERIMENTAL_XDS_ENDPOINT_FALLBACK=false.
+var Type = registry.ResourceType{
+	TypeURL:      TypeURL,
+	Name:         "ClusterLoadAssignment",
+	Decoder:      registry.DecoderFunc(decode),
+	Dependencies: registry.DependencyFunc(dependencies),
 }
 
 // Endpoint is one validated LbEndpoint; LEDS uses the same type.

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/registry/registrytest"
 	"github.com/xdsengine/xdsengine/types/eds"
@@ -480,9 +481,9 @@ func TestIgnoreLEDS(t *testing.T) {
 	if _, err := eds.Type.Decode(raw, registry.DecodeOptions{}); err == nil {
 		t.Fatal("default EDS type accepted a glob LEDS collection")
 	}
-	res, err := eds.NewType(eds.Options{IgnoreLEDS: true}).Decode(raw, registry.DecodeOptions{})
+	res, err := eds.Type.Decode(raw, registry.DecodeOptions{Switches: features.Switches{DisableEndpointFallback: true}})
 	if err != nil {
-		t.Fatalf("Decode with IgnoreLEDS: %v", err)
+		t.Fatalf("Decode with DisableEndpointFallback: %v", err)
 	}
 	got := res.Resource.(*eds.ClusterLoadAssignment)
 	if len(got.LEDSCollections()) != 0 || len(got.Localities[0].Endpoints) != 1 || got.Localities[0].Endpoints[0].Address.String() != "10.0.0.1:80" {

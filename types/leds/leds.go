@@ -8,6 +8,7 @@ import (
 	endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/internal/endpoint"
 )
@@ -20,12 +21,15 @@ const TypeURL = "type.googleapis.com/envoy.config.endpoint.v3.LbEndpointCollecti
 // depends on nothing.
 // Registering it makes the engine advertise the client feature
 // xds.endpoint.supports_lb_endpoint_collection, which tells servers that
-// this client understands list collections (gRFC A95).
+// this client understands list collections (gRFC A95). The type is off,
+// and the feature not advertised, when the engine's switches disable
+// gRFC A95 (GRPC_EXPERIMENTAL_XDS_ENDPOINT_FALLBACK=false).
 var Type = registry.ResourceType{
 	TypeURL:        TypeURL,
 	Name:           "LbEndpointCollection",
 	Decoder:        registry.DecoderFunc(decode),
 	ClientFeatures: []string{ClientFeature},
+	Enabled:        func(sw features.Switches) bool { return !sw.DisableEndpointFallback },
 }
 
 // ClientFeature is the client feature that advertises LEDS list

@@ -64,7 +64,7 @@ func (e *Engine) channelLocked(s ServerConfig) *channel {
 	// Unknown names must be ignored (gRFC A27), which makes a typo silent:
 	// say at DEBUG what each server's features came to.
 	e.log.Debug("xDS server features", "server", s.URI, "active", fs.Names(), "ignored", ignored)
-	c.transport, c.buildErr = e.cfg.Transport.Build(s)
+	c.transport, c.buildErr = e.cfg.Transport.Build(s, TransportOptions{MaxResponseBytes: e.maxResponseBytes})
 	if c.buildErr != nil {
 		e.log.Error("xDS transport", "server", s.URI, "error", c.buildErr)
 	}

@@ -132,6 +132,14 @@ type Config struct {
 	// Transport reaches the servers. Nil means gRPC with the credentials
 	// the bootstrap names.
 	Transport TransportBuilder
+	// MaxResponseBytes is the largest DiscoveryResponse the engine accepts
+	// from a server; the default transport applies it to its streams.
+	// Zero means [DefaultMaxResponseBytes] (128 MiB; gRPC's own default
+	// of 4 MiB is too small for large meshes). A larger response cannot
+	// be read: the stream fails, watchers get a RESOURCE_EXHAUSTED error
+	// naming the size and this setting, and the stream is retried with
+	// backoff.
+	MaxResponseBytes int
 	// Clock drives every timer. Nil means the real clock.
 	Clock Clock
 	// ResourceTimeout overrides the does-not-exist timer's length. Zero

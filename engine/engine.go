@@ -47,6 +47,8 @@ type Engine struct {
 	hashSeed   maphash.Seed
 	streamsRun sync.WaitGroup
 	metrics    *metrics
+	// maxResponseBytes is Config.MaxResponseBytes with its default.
+	maxResponseBytes int
 
 	mu          sync.Mutex
 	closed      bool
@@ -99,6 +101,9 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("engine: Config.Bootstrap.Servers[%d]: empty URI", i)
 		}
 	}
+	if cfg.MaxResponseBytes < 0 {
+		return nil, fmt.Errorf("engine: Config.MaxResponseBytes: %d is negative", cfg.MaxResponseBytes)
+	}
 	for name, a := range cfg.Bootstrap.Authorities {
 		for i, s := range a.Servers {
 			if s.URI == "" {
@@ -121,6 +126,10 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if e.clock == nil {
 		e.clock = realClock{}
+	}
+	e.maxResponseBytes = cfg.MaxResponseBytes
+	if e.maxResponseBytes == 0 {
+		e.maxResponseBytes = DefaultMaxResponseBytes
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)

@@ -7,12 +7,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
 )
 
 // GRPCTransport returns the default TransportBuilder: one gRPC client
@@ -26,7 +30,7 @@ func GRPCTransport(opts ...grpc.DialOption) TransportBuilder {
 
 type grpcTransportBuilder struct{ opts []grpc.DialOption }
 
-func (b grpcTransportBuilder) Build(s ServerConfig) (Transport, error) {
+func (b grpcTransportBuilder) Build(s ServerConfig, o TransportOptions) (Transport, error) {
 	creds, err := transportCredentials(s.ChannelCreds)
 	if err != nil {
 		return nil, fmt.Errorf("xDS server %s: %w", s.URI, err)
@@ -36,7 +40,7 @@ func (b grpcTransportBuilder) Build(s ServerConfig) (Transport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("xDS server %s: %w", s.URI, err)
 	}
-	return &grpcTransport{cc: cc}, nil
+	return &grpcTransport{cc: cc, maxRecv: o.MaxResponseBytes}, nil
 }
 
 // SupportedChannelCreds reports whether the default transport supports a
@@ -90,7 +94,10 @@ func tlsCredentials(raw json.RawMessage) (credentials.TransportCredentials, erro
 	return credentials.NewTLS(tc), nil
 }
 
-type grpcTransport struct{ cc *grpc.ClientConn }
+type grpcTransport struct {
+	cc      *grpc.ClientConn
+	maxRecv int
+}
 
 var adsStreamDesc = &grpc.StreamDesc{StreamName: "StreamAggregatedResources", ClientStreams: true, ServerStreams: true}
 
@@ -98,25 +105,56 @@ var adsStreamDesc = &grpc.StreamDesc{StreamName: "StreamAggregatedResources", Cl
 // unreachable it fails, which is how the engine learns of it (gRFC A57,
 // as grpc-go and grpc-java do).
 func (t *grpcTransport) NewStream(ctx context.Context, method string) (Stream, error) {
-	s, err := t.cc.NewStream(ctx, adsStreamDesc, method, grpc.ForceCodecV2(rawCodec{}))
+	opts := []grpc.CallOption{grpc.ForceCodecV2(rawCodec{})}
+	if t.maxRecv > 0 {
+		opts = append(opts, grpc.MaxCallRecvMsgSize(t.maxRecv))
+	}
+	s, err := t.cc.NewStream(ctx, adsStreamDesc, method, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return grpcStream{s}, nil
+	return grpcStream{s: s, maxRecv: t.maxRecv}, nil
 }
 
 func (t *grpcTransport) Close() error { return t.cc.Close() }
 
-type grpcStream struct{ s grpc.ClientStream }
+type grpcStream struct {
+	s       grpc.ClientStream
+	maxRecv int
+}
 
 func (g grpcStream) Send(b []byte) error { return g.s.SendMsg(b) }
 
 func (g grpcStream) Recv() ([]byte, error) {
 	var b []byte
 	if err := g.s.RecvMsg(&b); err != nil {
+		if status.Code(err) == codes.ResourceExhausted {
+			if size, ok := oversizedMessageSize(status.Convert(err).Message()); ok {
+				return nil, &ResponseTooLargeError{Size: size, Limit: g.maxRecv, Err: err}
+			}
+		}
 		return nil, err
 	}
 	return b, nil
+}
+
+// grpcTooLarge matches grpc-go's message for a received message over the
+// limit, before or after decompression, which is the only place that
+// tells the message's size.
+var grpcTooLarge = regexp.MustCompile(`received message (?:after decompression )?larger than max \((\d+) vs\. \d+\)`)
+
+// oversizedMessageSize reports whether a RESOURCE_EXHAUSTED message is
+// gRPC's "received message larger than max", and the size it names.
+func oversizedMessageSize(msg string) (int, bool) {
+	m := grpcTooLarge.FindStringSubmatch(msg)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil {
+		return 0, true
+	}
+	return n, true
 }
 
 // rawCodec moves already serialized messages: the engine marshals and

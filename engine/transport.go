@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -12,8 +13,43 @@ const ADSMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/Stream
 // one transport per distinct server and closes it when no authority uses
 // the server any more.
 type TransportBuilder interface {
-	Build(server ServerConfig) (Transport, error)
+	Build(server ServerConfig, opts TransportOptions) (Transport, error)
 }
+
+// TransportOptions are the engine's settings a transport must apply.
+type TransportOptions struct {
+	// MaxResponseBytes is the largest message a stream must accept. A
+	// larger one ends the stream: Recv returns a *ResponseTooLargeError.
+	MaxResponseBytes int
+}
+
+// DefaultMaxResponseBytes is the engine's default for
+// Config.MaxResponseBytes: 128 MiB. gRPC's own default receive limit,
+// 4 MiB, is too small for State-of-the-World responses of large meshes: a
+// Cluster of a real mesh (TLS, outlier detection, metadata) serializes to
+// 1-3 KiB, so a few thousand of them already exceed 4 MiB. 128 MiB holds
+// some 50,000 such clusters in one response while still bounding what a
+// misbehaving server can make a client buffer.
+const DefaultMaxResponseBytes = 128 << 20
+
+// ResponseTooLargeError is what Stream.Recv returns when a message exceeds
+// TransportOptions.MaxResponseBytes. Size is the message's size when the
+// transport knows it, else 0.
+type ResponseTooLargeError struct {
+	Size, Limit int
+	Err         error // the transport's own error, if any
+}
+
+func (e *ResponseTooLargeError) Error() string {
+	size := "a response"
+	if e.Size > 0 {
+		size = fmt.Sprintf("a response of %d bytes", e.Size)
+	}
+	return fmt.Sprintf("%s exceeds the receive limit of %d bytes (engine.Config.MaxResponseBytes)", size, e.Limit)
+}
+
+// Unwrap returns the transport's error.
+func (e *ResponseTooLargeError) Unwrap() error { return e.Err }
 
 // Transport is a connection to one xDS server. It knows nothing of xDS:
 // the engine sends and receives serialized protocol messages.

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/xdsengine/xdsengine/registry"
 )
 
 // adsStream is one SotW ADS stream attempt on a channel. Requests are
@@ -34,6 +37,21 @@ type adsStream struct {
 	// burst of watches still under way from a single ACK.
 	subChanges atomic.Uint64
 	builtAt    uint64
+
+	// From the receipt of a response until every watcher has called done,
+	// the stream is held: nothing more is read, so its does-not-exist
+	// timers must not run down (A27: the timer stops on receipt, and the
+	// next resources may be waiting, unread, behind the held one).
+	holding   bool
+	holdStart time.Time
+	heldSum   time.Duration // earlier holds
+	// deferred are timers that expired during a hold.
+	deferred []deferredTimer
+}
+
+type deferredTimer struct {
+	typeURL, name string
+	sub           *subscription
 }
 
 // streamType is a stream's state for one resource type.
@@ -56,6 +74,11 @@ type streamType struct {
 type subscription struct {
 	timerStop func() bool
 	settled   bool // seen, expired or cached when first written
+	// The timer ran from start for timeout, plus the time the stream was
+	// held since (its held time was heldAtStart at the start).
+	start       time.Time
+	timeout     time.Duration
+	heldAtStart time.Duration
 }
 
 func (s *adsStream) typeLocked(typeURL string) *streamType {
@@ -275,6 +298,7 @@ func (s *adsStream) onWrittenLocked(req *discoverypb.DiscoveryRequest) {
 			continue
 		}
 		t := s.c.timerLocked()
+		sub.start, sub.timeout, sub.heldAtStart = e.clock.Now(), t.Timeout, s.heldLocked()
 		sub.timerStop = e.clock.AfterFunc(t.Timeout, func() { s.onTimer(typeURL, name, sub) })
 	}
 }
@@ -286,10 +310,59 @@ func (s *adsStream) onTimer(typeURL, name string, sub *subscription) {
 	if s.ended || sub.settled || s.types[typeURL].subs[name] != sub {
 		return
 	}
-	sub.settled = true
 	sub.timerStop = nil
+	if s.holding {
+		s.deferred = append(s.deferred, deferredTimer{typeURL, name, sub})
+		return
+	}
+	s.expireOrExtendLocked(typeURL, name, sub)
+}
+
+// expireOrExtendLocked ends a timer that ran its length: the time the
+// stream was held meanwhile does not count, so the timer is extended by
+// it; once none is left, the resource is declared missing.
+func (s *adsStream) expireOrExtendLocked(typeURL, name string, sub *subscription) {
+	e := s.c.e
+	deadline := sub.start.Add(sub.timeout + s.heldLocked() - sub.heldAtStart)
+	if left := deadline.Sub(e.clock.Now()); left > 0 {
+		sub.timerStop = e.clock.AfterFunc(left, func() { s.onTimer(typeURL, name, sub) })
+		return
+	}
+	sub.settled = true
 	if _, en := e.lookupEntryLocked(typeURL, name); en != nil {
 		e.onTimerLocked(en, s.c)
+	}
+}
+
+// heldLocked is the total time the stream has been held so far.
+func (s *adsStream) heldLocked() time.Duration {
+	if s.holding {
+		return s.heldSum + s.c.e.clock.Now().Sub(s.holdStart)
+	}
+	return s.heldSum
+}
+
+func (s *adsStream) holdLocked() {
+	if !s.holding {
+		s.holding = true
+		s.holdStart = s.c.e.clock.Now()
+	}
+}
+
+// unholdLocked ends a hold; timers that expired during it get the time
+// it took back.
+func (s *adsStream) unholdLocked() {
+	if !s.holding {
+		return
+	}
+	s.heldSum += s.c.e.clock.Now().Sub(s.holdStart)
+	s.holding = false
+	deferred := s.deferred
+	s.deferred = nil
+	for _, d := range deferred {
+		if !s.ended && !d.sub.settled && s.types[d.typeURL].subs[d.name] == d.sub {
+			s.expireOrExtendLocked(d.typeURL, d.name, d.sub)
+		}
 	}
 }
 
@@ -318,33 +391,103 @@ func (s *adsStream) recvLoop() {
 	e := s.c.e
 	for {
 		b, err := s.stream.Recv()
+		if err == nil && len(b) > e.maxResponseBytes {
+			// A transport that does not enforce the limit itself.
+			err = &ResponseTooLargeError{Size: len(b), Limit: e.maxResponseBytes}
+		}
 		if err != nil {
 			e.mu.Lock()
 			s.c.onStreamEndLocked(s, err)
 			e.mu.Unlock()
 			return
 		}
-		resp := &discoverypb.DiscoveryResponse{}
-		if err := proto.Unmarshal(b, resp); err != nil {
-			e.log.Warn("xDS response does not parse; ignored", "server", s.c.server.URI, "error", err)
-			continue
+		e.mu.Lock()
+		if s.ended {
+			e.mu.Unlock()
+			return
 		}
-		e.log.Debug("xDS response received", "server", s.c.server.URI, "type", resp.GetTypeUrl(), "version", resp.GetVersionInfo(),
-			"nonce", resp.GetNonce(), "resources", len(resp.GetResources()), "resource_errors", len(resp.GetResourceErrors()))
+		s.holdLocked()
+		e.mu.Unlock()
+		resp := &discoverypb.DiscoveryResponse{}
+		perr := proto.Unmarshal(b, resp)
+		if perr == nil {
+			e.log.Debug("xDS response received", "server", s.c.server.URI, "type", resp.GetTypeUrl(), "version", resp.GetVersionInfo(),
+				"nonce", resp.GetNonce(), "resources", len(resp.GetResources()), "resource_errors", len(resp.GetResourceErrors()))
+		}
 		gate := newReadGate()
 		e.mu.Lock()
 		if s.ended {
 			e.mu.Unlock()
 			return
 		}
-		s.c.handleResponseLocked(s, resp, gate)
+		if perr != nil {
+			s.c.handleUnreadableLocked(s, b, perr, gate)
+		} else {
+			s.c.handleResponseLocked(s, resp, gate)
+		}
 		e.mu.Unlock()
 		gate.arm()
-		if err := gate.wait(s.ctx); err != nil {
+		if err := s.waitForWatchers(gate); err != nil {
 			e.mu.Lock()
 			s.c.onStreamEndLocked(s, errors.Join(context.Cause(s.ctx), err))
 			e.mu.Unlock()
 			return
 		}
+		e.mu.Lock()
+		s.unholdLocked()
+		e.mu.Unlock()
+	}
+}
+
+// waitForWatchers waits until every watcher notified of the last response
+// has called done. A88's flow control is kept however long that takes,
+// but a watcher that holds done past Config.SlowWatcherThreshold is named
+// in a warning and counted, since it stops every read from this server.
+func (s *adsStream) waitForWatchers(g *readGate) error {
+	e := s.c.e
+	var overdue chan struct{}
+	if e.slowWatcherThreshold > 0 {
+		overdue = make(chan struct{})
+		ch := overdue
+		stop := e.clock.AfterFunc(e.slowWatcherThreshold, func() { close(ch) })
+		defer stop()
+	}
+	for {
+		select {
+		case <-g.open:
+			return nil
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		case <-overdue:
+			overdue = nil
+			s.reportSlowWatchers(g)
+		}
+	}
+}
+
+// reportSlowWatchers logs the resources whose watchers have not called
+// done, and counts the notifications per type.
+func (s *adsStream) reportSlowWatchers(g *readGate) {
+	e := s.c.e
+	entries := g.outstanding()
+	if len(entries) == 0 {
+		return
+	}
+	const maxNamed = 10
+	var named []string
+	perType := map[string]int{}
+	types := map[string]registry.ResourceType{}
+	for _, en := range entries {
+		if len(named) < maxNamed {
+			named = append(named, en.typ.ShortName()+" "+quoteName(en.name))
+		}
+		perType[en.typ.TypeURL]++
+		types[en.typ.TypeURL] = en.typ
+	}
+	e.log.Warn("xDS watchers have not called done; reads from the server are held until they do",
+		"server", s.c.server.URI, "after", e.slowWatcherThreshold, "notifications", g.outstandingCount(),
+		"resources", len(entries), "first", strings.Join(named, ", "))
+	for u, n := range perType {
+		e.metrics.slowWatchers(s.c, types[u], n)
 	}
 }

@@ -237,6 +237,19 @@ func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason
 	e.notifyErrorLocked(en, err, gate)
 }
 
+// onUnattributedNACKLocked records a NACK that may or may not concern the
+// entry: a response of its type that could not be read. The entry shows
+// the error (NACKED in CSDS) and its watchers are told, but a cached
+// resource is kept whatever the server's features say, because the
+// response may not have held it at all.
+func (e *Engine) onUnattributedNACKLocked(en *entry, err *Error, gate *readGate) {
+	en.state = StateNACKed
+	en.err = err
+	en.failedVersion = ""
+	en.failedAt = e.clock.Now()
+	e.notifyErrorLocked(en, err, gate)
+}
+
 // notifyErrorLocked tells the watchers of an error the A88 way: an
 // ambient error while a resource is cached, a changed error otherwise.
 func (e *Engine) notifyErrorLocked(en *entry, err *Error, gate *readGate) {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -141,7 +142,9 @@ func (c *channel) startStreamLocked() {
 // onStreamEndLocked handles the end of a stream (A57): a stream that saw
 // a response ended normally and is replaced at once with backoff reset;
 // one that saw none is a connectivity failure, reported to watchers (or
-// answered by fallback) and retried after backoff.
+// answered by fallback) and retried after backoff. A response too large
+// to read is a failure of the server whatever came before it: the same
+// response would arrive again on an immediate retry.
 func (c *channel) onStreamEndLocked(s *adsStream, err error) {
 	s.endLocked()
 	if c.stream != s {
@@ -151,16 +154,23 @@ func (c *channel) onStreamEndLocked(s *adsStream, err error) {
 	if c.closed || c.e.closed {
 		return
 	}
-	if s.seenResponse {
+	var tooLarge *ResponseTooLargeError
+	switch {
+	case errors.As(err, &tooLarge):
+		c.e.metrics.responseTooLarge(c)
+		c.onServerFailureLocked(&Error{Kind: KindResponseTooLarge, Code: codes.ResourceExhausted,
+			ServerURI: c.server.URI, NodeID: c.e.nodeID, Err: tooLarge})
+	case s.seenResponse:
 		c.retries = 0
 		c.e.log.Info("xDS stream closed after responses; reconnecting", "server", c.server.URI, "error", err)
 		if len(c.subscribedTypesLocked()) > 0 {
 			c.startStreamLocked()
 		}
 		return
+	default:
+		c.onServerFailureLocked(&Error{Kind: KindConnectivity, Code: codes.Unavailable, ServerURI: c.server.URI,
+			NodeID: c.e.nodeID, Err: fmt.Errorf("xDS stream failed with no responses received: %w", err)})
 	}
-	cause := fmt.Errorf("xDS stream failed with no responses received: %w", err)
-	c.onConnectivityFailureLocked(cause)
 	if c.closed || len(c.subscribedTypesLocked()) == 0 {
 		return
 	}
@@ -177,16 +187,16 @@ func (c *channel) onStreamEndLocked(s *adsStream, err error) {
 	})
 }
 
-// onConnectivityFailureLocked records that the server is unreachable and,
-// for each authority using it as its active server, falls back or tells
-// the watchers: an ambient error where a resource is cached, a changed
-// error where none is (A88). A successful fallback shows them nothing.
-func (c *channel) onConnectivityFailureLocked(cause error) {
+// onServerFailureLocked records that the server cannot be used and, for
+// each authority using it as its active server, falls back or tells the
+// watchers: an ambient error where a resource is cached, a changed error
+// where none is (A88). A successful fallback shows them nothing.
+func (c *channel) onServerFailureLocked(cause *Error) {
 	wasHealthy := c.status == nil
 	c.connected = false
-	c.status = &Error{Kind: KindConnectivity, Code: codes.Unavailable, ServerURI: c.server.URI, NodeID: c.e.nodeID, Err: cause}
+	c.status = cause
 	if wasHealthy {
-		c.e.log.Warn("xDS server unreachable", "server", c.server.URI, "error", cause)
+		c.e.log.Warn("xDS server unreachable", "server", c.server.URI, "error", cause.Err)
 		c.e.metrics.serverFailure(c)
 	}
 	for _, a := range c.authsSortedLocked() {
@@ -200,6 +210,13 @@ func (c *channel) onConnectivityFailureLocked(cause error) {
 			c.e.notifyChannelErrorLocked(a, c)
 		}
 	}
+}
+
+// onResponseLocked runs on every response, readable or not: the server
+// is reachable.
+func (c *channel) onResponseLocked(s *adsStream) {
+	s.seenResponse = true
+	c.onHealthyLocked()
 }
 
 // onHealthyLocked runs on every response: the server is reachable, and per

@@ -140,6 +140,12 @@ type Config struct {
 	// naming the size and this setting, and the stream is retried with
 	// backoff.
 	MaxResponseBytes int
+	// SlowWatcherThreshold is how long a watcher may hold a notification's
+	// done before the engine logs a warning naming the resource and
+	// counts it (xdsengine.xds_client.slow_watchers): until every done
+	// is called, nothing more is read from that server (gRFC A88's flow
+	// control). Zero means 30 s; negative turns the warning off.
+	SlowWatcherThreshold time.Duration
 	// Clock drives every timer. Nil means the real clock.
 	Clock Clock
 	// ResourceTimeout overrides the does-not-exist timer's length. Zero

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/grpc/codes"
@@ -21,6 +22,9 @@ import (
 
 // Version is the engine's version, sent as the node's user agent version.
 const Version = "0.1.0"
+
+// DefaultSlowWatcherThreshold is Config.SlowWatcherThreshold's default.
+const DefaultSlowWatcherThreshold = 30 * time.Second
 
 // Client features every engine advertises (gRFC A27, and the
 // envoy.service.discovery.v3.Resource wrapper in SotW).
@@ -47,8 +51,10 @@ type Engine struct {
 	hashSeed   maphash.Seed
 	streamsRun sync.WaitGroup
 	metrics    *metrics
-	// maxResponseBytes is Config.MaxResponseBytes with its default.
-	maxResponseBytes int
+	// maxResponseBytes and slowWatcherThreshold are the Config's, with
+	// their defaults.
+	maxResponseBytes     int
+	slowWatcherThreshold time.Duration
 
 	mu          sync.Mutex
 	closed      bool
@@ -130,6 +136,12 @@ func New(cfg Config) (*Engine, error) {
 	e.maxResponseBytes = cfg.MaxResponseBytes
 	if e.maxResponseBytes == 0 {
 		e.maxResponseBytes = DefaultMaxResponseBytes
+	}
+	switch e.slowWatcherThreshold = cfg.SlowWatcherThreshold; {
+	case e.slowWatcherThreshold == 0:
+		e.slowWatcherThreshold = DefaultSlowWatcherThreshold
+	case e.slowWatcherThreshold < 0:
+		e.slowWatcherThreshold = 0
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
@@ -303,6 +315,11 @@ func (e *Engine) failWatchLocked(w ResourceWatcher, err *Error) {
 // resolveNameLocked finds the authority of a resource name and its cache
 // key: the name itself, or for xdstp:// names its canonical form (A47).
 func (e *Engine) resolveNameLocked(typeURL, name string) (*authority, string, *Error) {
+	if !utf8.ValidString(name) {
+		// It could never be sent: a request's names are proto strings.
+		return nil, "", &Error{Kind: KindInvalidName, Code: codes.InvalidArgument, TypeURL: typeURL, Name: strings.ToValidUTF8(name, "\uFFFD"),
+			NodeID: e.nodeID, Err: errors.New("resource name is not valid UTF-8")}
+	}
 	if !strings.HasPrefix(name, "xdstp:") {
 		return e.oldStyle, name, nil
 	}
@@ -457,10 +474,10 @@ func (e *Engine) Close() error {
 // deliverLocked schedules one callback for a watcher. A non-nil gate holds
 // the stream's next read until the callback calls done.
 func (e *Engine) deliverLocked(h *watch, gate *readGate, call func(done func())) {
+	done := func() {}
 	if gate != nil {
-		gate.add()
+		done = gate.add(h.entry)
 	}
-	done := doneFunc(gate)
 	if !e.ser.schedule(func() {
 		if h.canceled.Load() {
 			done()

@@ -51,6 +51,10 @@ const (
 	// KindDependency: a dependency graph cannot be resolved (a missing or
 	// failed resource, or a cycle). Code of the underlying error.
 	KindDependency
+	// KindResponseTooLarge: the server sent a response larger than
+	// Config.MaxResponseBytes, which could not be read. Transient;
+	// RESOURCE_EXHAUSTED.
+	KindResponseTooLarge
 )
 
 var kindNames = [...]string{
@@ -67,6 +71,7 @@ var kindNames = [...]string{
 	KindUnroutable:       "unroutable",
 	KindClosed:           "closed",
 	KindDependency:       "dependency",
+	KindResponseTooLarge: "response too large",
 }
 
 func (k Kind) String() string {

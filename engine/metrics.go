@@ -20,6 +20,12 @@ const (
 	MetricConnected              = "grpc.xds_client.connected"
 	MetricResources              = "grpc.xds_client.resources"
 
+	// Metrics of this engine's own, beyond A78: failures that gRPC's
+	// client leaves to its logs.
+	MetricResponsesTooLarge   = "xdsengine.xds_client.responses_too_large"
+	MetricResponsesUnreadable = "xdsengine.xds_client.responses_unreadable"
+	MetricSlowWatchers        = "xdsengine.xds_client.slow_watchers"
+
 	LabelTarget       = "grpc.target"
 	LabelServer       = "grpc.xds.server"
 	LabelAuthority    = "grpc.xds.authority"
@@ -37,6 +43,9 @@ type metrics struct {
 	valid        metric.Int64Counter
 	invalid      metric.Int64Counter
 	failure      metric.Int64Counter
+	tooLarge     metric.Int64Counter
+	unreadable   metric.Int64Counter
+	slow         metric.Int64Counter
 	registration metric.Registration
 	once         sync.Once
 }
@@ -58,6 +67,18 @@ func newMetrics(e *Engine, mp metric.MeterProvider) (*metrics, error) {
 	}
 	if m.failure, err = meter.Int64Counter(MetricServerFailure, metric.WithUnit("{failure}"),
 		metric.WithDescription("Times an xDS server went from reachable to unreachable (gRFC A57).")); err != nil {
+		return nil, err
+	}
+	if m.tooLarge, err = meter.Int64Counter(MetricResponsesTooLarge, metric.WithUnit("{response}"),
+		metric.WithDescription("Responses larger than the engine's receive limit (Config.MaxResponseBytes), which could not be read.")); err != nil {
+		return nil, err
+	}
+	if m.unreadable, err = meter.Int64Counter(MetricResponsesUnreadable, metric.WithUnit("{response}"),
+		metric.WithDescription("Responses whose DiscoveryResponse envelope did not parse.")); err != nil {
+		return nil, err
+	}
+	if m.slow, err = meter.Int64Counter(MetricSlowWatchers, metric.WithUnit("{notification}"),
+		metric.WithDescription("Watcher notifications whose done() was still outstanding after Config.SlowWatcherThreshold, holding back the server's next response.")); err != nil {
 		return nil, err
 	}
 	connected, err := meter.Int64ObservableGauge(MetricConnected, metric.WithUnit("{bool}"),
@@ -103,6 +124,20 @@ func lastSlash(s string) int {
 
 func (m *metrics) serverFailure(c *channel) {
 	m.failure.Add(context.Background(), 1, metric.WithAttributes(m.target, attribute.String(LabelServer, c.server.URI)))
+}
+
+func (m *metrics) responseTooLarge(c *channel) {
+	m.tooLarge.Add(context.Background(), 1, metric.WithAttributes(m.target, attribute.String(LabelServer, c.server.URI)))
+}
+
+func (m *metrics) unreadableResponse(c *channel, typeURL string) {
+	m.unreadable.Add(context.Background(), 1, metric.WithAttributes(m.target, attribute.String(LabelServer, c.server.URI),
+		attribute.String(LabelResourceType, typeURL[lastSlash(typeURL)+1:])))
+}
+
+func (m *metrics) slowWatchers(c *channel, t registry.ResourceType, n int) {
+	m.slow.Add(context.Background(), int64(n), metric.WithAttributes(m.target, attribute.String(LabelServer, c.server.URI),
+		attribute.String(LabelResourceType, resourceTypeLabel(t))))
 }
 
 func (m *metrics) resourceUpdates(c *channel, t registry.ResourceType, valid, invalid int) {

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 )
@@ -89,11 +88,31 @@ func (s *serializer) closeAsync() {
 
 // readGate holds back the next read from an ADS stream until every watcher
 // notified of the previous response has called done (gRFC A88's flow
-// control; grpc-go's ADS flow control works the same way).
+// control; grpc-go's ADS flow control works the same way). It remembers
+// which resource each notification was about, so that a watcher that
+// forgets done can be named.
 type readGate struct {
 	pending atomic.Int64
 	open    chan struct{}
 	once    sync.Once
+	// notes are added under the engine's lock before arm, and only read
+	// after it.
+	notes []*pendingDone
+}
+
+// pendingDone is one notification's done.
+type pendingDone struct {
+	gate   *readGate
+	entry  *entry
+	called atomic.Bool
+}
+
+// release is the done callback: safe to call more than once, it counts
+// only the first call.
+func (p *pendingDone) release() {
+	if p.called.CompareAndSwap(false, true) {
+		p.gate.release()
+	}
 }
 
 // newReadGate returns a gate holding one token of its own, released by
@@ -105,7 +124,13 @@ func newReadGate() *readGate {
 	return g
 }
 
-func (g *readGate) add() { g.pending.Add(1) }
+// add registers a notification about en and returns its done.
+func (g *readGate) add(en *entry) func() {
+	g.pending.Add(1)
+	p := &pendingDone{gate: g, entry: en}
+	g.notes = append(g.notes, p)
+	return p.release
+}
 
 func (g *readGate) release() {
 	if g.pending.Add(-1) == 0 {
@@ -116,25 +141,27 @@ func (g *readGate) release() {
 // arm releases the gate's own token.
 func (g *readGate) arm() { g.release() }
 
-func (g *readGate) wait(ctx context.Context) error {
-	select {
-	case <-g.open:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// doneFunc returns the done callback of one notification: safe to call
-// more than once, it counts only the first call.
-func doneFunc(g *readGate) func() {
-	if g == nil {
-		return func() {}
-	}
-	var called atomic.Bool
-	return func() {
-		if called.CompareAndSwap(false, true) {
-			g.release()
+// outstanding returns the entries whose notifications still wait for
+// done, each once, in notification order. Only after arm.
+func (g *readGate) outstanding() []*entry {
+	var out []*entry
+	seen := map[*entry]bool{}
+	for _, p := range g.notes {
+		if !p.called.Load() && !seen[p.entry] {
+			seen[p.entry] = true
+			out = append(out, p.entry)
 		}
 	}
+	return out
+}
+
+// outstandingCount is the number of notifications still waiting for done.
+func (g *readGate) outstandingCount() int {
+	n := 0
+	for _, p := range g.notes {
+		if !p.called.Load() {
+			n++
+		}
+	}
+	return n
 }

@@ -560,3 +560,21 @@ func TestConcurrentSends(t *testing.T) {
 		}
 	}
 }
+
+// TestSendRaw: the bytes reach the client as given: hand-built ones in an
+// order proto.Marshal would not use, and ones that do not parse.
+func TestSendRaw(t *testing.T) {
+	s := scriptedads.Start(t)
+	cs := open(t, dial(t, s.Addr()))
+	send(t, cs, &discoverypb.DiscoveryRequest{TypeUrl: "t"})
+	st := s.WaitStream(t)
+	st.RecvT(t)
+	// nonce (5) before type_url (4): valid, and no nonce is added.
+	st.SendRawT(t, []byte{0x2a, 0x02, 'n', '1', 0x22, 0x01, 'x'})
+	wantProto(t, "raw response", &discoverypb.DiscoveryResponse{TypeUrl: "x", Nonce: "n1"}, recv(t, cs))
+	// A resources entry (2) whose Any is cut short.
+	st.SendRawT(t, []byte{0x12, 0x03, 0x0a, 0x05, 'a'})
+	if _, err := cs.Recv(); status.Code(err) != codes.Internal {
+		t.Fatalf("client Recv of bytes that do not parse: %v, want an INTERNAL unmarshal error", err)
+	}
+}

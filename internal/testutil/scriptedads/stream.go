@@ -1,6 +1,7 @@
 package scriptedads
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Stream is one StreamAggregatedResources call, as seen by the server. Its
@@ -39,6 +41,7 @@ type Stream struct {
 
 type sendReq struct {
 	resp  *discoverypb.DiscoveryResponse
+	raw   bool // resp holds only unknown fields: bytes to send as they are
 	reply chan sendResult
 }
 
@@ -169,6 +172,31 @@ func (st *Stream) Send(resp *discoverypb.DiscoveryResponse) (nonce string, err e
 	return r.nonce, r.err
 }
 
+// SendRaw sends b as the serialized response, whatever it holds: bytes
+// that are not a valid DiscoveryResponse, or one built by hand. No nonce
+// is added. It returns once gRPC has taken the message.
+func (st *Stream) SendRaw(b []byte) error {
+	// A message holding only unknown fields marshals to exactly those
+	// bytes, which lets the server's proto codec carry any payload.
+	resp := &discoverypb.DiscoveryResponse{}
+	resp.ProtoReflect().SetUnknown(protoreflect.RawFields(bytes.Clone(b)))
+	req := sendReq{resp: resp, raw: true, reply: make(chan sendResult, 1)}
+	select {
+	case st.sendCh <- req:
+	case <-st.served:
+		return fmt.Errorf("scriptedads: stream %d has ended", st.index)
+	}
+	return (<-req.reply).err
+}
+
+// SendRawT is SendRaw that fails the test on error.
+func (st *Stream) SendRawT(t testing.TB, b []byte) {
+	t.Helper()
+	if err := st.SendRaw(b); err != nil {
+		t.Fatalf("scriptedads: stream %d: send: %v", st.index, err)
+	}
+}
+
 // SendT is Send that fails the test on error.
 func (st *Stream) SendT(t testing.TB, resp *discoverypb.DiscoveryResponse) (nonce string) {
 	t.Helper()
@@ -209,7 +237,7 @@ func (st *Stream) serve(ss grpc.ServerStream) error {
 		case req := <-st.sendCh:
 			// The nonce is assigned here, not in Send, so that nonces
 			// follow wire order even when Send is called concurrently.
-			if req.resp.Nonce == "" {
+			if req.resp.Nonce == "" && !req.raw {
 				st.mu.Lock()
 				st.nonce++
 				req.resp.Nonce = strconv.Itoa(st.nonce)

@@ -64,6 +64,10 @@ func (r *Recorder) record(ev Event) {
 	r.events <- ev
 }
 
+// Events returns the channel events arrive on, for tests that wait on
+// several things at once.
+func (r *Recorder) Events() <-chan Event { return r.events }
+
 // Count returns how many callbacks were recorded so far.
 func (r *Recorder) Count() int {
 	r.mu.Lock()

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # csds-grpcurl.sh: ask an xDS engine for its CSDS dump with grpcurl.
 #
-# Installs grpcurl v1.9.3 (go install, into a temporary GOBIN, so nothing is
-# left behind), builds and starts csds/internal/csdsdemo (an embedded
+# Uses the grpcurl named by $GRPCURL, else the one on PATH, else installs
+# grpcurl v1.9.3 (go install, into a temporary GOBIN, so nothing is left
+# behind); then builds and starts csds/internal/csdsdemo (an embedded
 # go-control-plane server, an engine watching a listener tree, and an admin
 # gRPC server with CSDS and reflection on a fixed loopback port), runs
 #
@@ -10,7 +11,8 @@
 #
 # prints what grpcurl printed, and stops the demo.
 #
-# Environment: CSDS_ADDR (default 127.0.0.1:50051), the admin address.
+# Environment: CSDS_ADDR (default 127.0.0.1:50051), the admin address;
+# GRPCURL, the grpcurl to run.
 set -euo pipefail
 
 addr="${CSDS_ADDR:-127.0.0.1:50051}"
@@ -27,9 +29,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "+ go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3" >&2
-# From outside the module, so this repository's go.mod plays no part.
-(cd "$work" && GOBIN="$work/bin" GOWORK=off go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3)
+# An installed grpcurl saves a download and a build of a few minutes.
+grpcurl="${GRPCURL:-$(command -v grpcurl || true)}"
+if [[ -z "$grpcurl" ]]; then
+	echo "+ go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3" >&2
+	# From outside the module, so this repository's go.mod plays no part.
+	(cd "$work" && GOBIN="$work/bin" GOWORK=off go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3)
+	grpcurl="$work/bin/grpcurl"
+fi
 
 # A built binary rather than "go run", so that the PID killed on exit is
 # the demo itself and not the go command above it.
@@ -59,5 +66,5 @@ if ! grep -q '^ready' "$work/demo.out"; then
 fi
 cat "$work/demo.out" >&2
 
-echo "+ grpcurl -plaintext $addr envoy.service.status.v3.ClientStatusDiscoveryService/FetchClientStatus" >&2
-"$work/bin/grpcurl" -plaintext "$addr" envoy.service.status.v3.ClientStatusDiscoveryService/FetchClientStatus
+echo "+ $grpcurl -plaintext $addr envoy.service.status.v3.ClientStatusDiscoveryService/FetchClientStatus" >&2
+"$grpcurl" -plaintext "$addr" envoy.service.status.v3.ClientStatusDiscoveryService/FetchClientStatus

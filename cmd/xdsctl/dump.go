@@ -118,13 +118,13 @@ func runDump(ctx context.Context, c *command, args []string, stdout, stderr io.W
 		})
 		defer cancel()
 	}
-	timer := time.NewTimer(*wait)
-	defer timer.Stop()
+	waitPassed, stopWait := startWait(*wait)
+	defer stopWait()
 waiting:
 	for remaining := len(names); remaining > 0; remaining-- {
 		select {
 		case <-resolved:
-		case <-timer.C:
+		case <-waitPassed:
 			fmt.Fprintf(stderr, "xdsctl dump: --wait %v passed; %s\n", *wait, awaited(reg, e.Dump()))
 			break waiting
 		case <-ctx.Done():
@@ -132,6 +132,14 @@ waiting:
 		}
 	}
 	return printMessage(c, stdout, stderr, e.Dump())
+}
+
+// startWait starts the --wait timer. It is a variable so that a test can
+// add a condition to the end of the wait: whether a resource arrives
+// within a fixed wall-clock bound is a race that a loaded machine loses.
+var startWait = func(d time.Duration) (passed <-chan time.Time, stop func()) {
+	t := time.NewTimer(d)
+	return t.C, func() { t.Stop() }
 }
 
 func printMessage(c *command, stdout, stderr io.Writer, m proto.Message) int {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net"
 	"strings"
 	"testing"
@@ -8,6 +9,8 @@ import (
 
 	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -18,6 +21,7 @@ import (
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/lds"
+	"github.com/xdsengine/xdsengine/types/rds"
 )
 
 // checkListenerConfig checks that g is listener.example, ACKED at
@@ -72,7 +76,44 @@ func TestDumpWaitPasses(t *testing.T) {
 	t.Setenv(engine.EnvBootstrapFile, "")
 	t.Setenv(engine.EnvBootstrapConfig, bootstrapJSON(srv.Addr()))
 
+	// With the real timer alone, route-1 had to arrive within 300 ms, a
+	// race that a loaded machine (or a frozen, CPU-throttled one) loses:
+	// route-1 was then still REQUESTED. The wait still lasts at least
+	// --wait, but also until the server has route-1's ACK; the client
+	// caches a response before it ACKs it. route-missing stays REQUESTED
+	// meanwhile: its does-not-exist timer is 15 s, longer than the 10 s
+	// after which the test gives up on the ACK.
+	var waitArg time.Duration
+	acked := make(chan error, 1)
+	restore := startWait
+	t.Cleanup(func() { startWait = restore })
+	startWait = func(d time.Duration) (<-chan time.Time, func()) {
+		waitArg = d
+		timer := time.NewTimer(d)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		passed := make(chan time.Time, 1)
+		go func() {
+			_, err := srv.WaitForRequest(ctx, ackOfRoute(srv, "route-1"))
+			acked <- err
+			select {
+			case now := <-timer.C:
+				passed <- now
+			case <-ctx.Done():
+			}
+		}()
+		return passed, func() {
+			timer.Stop()
+			cancel()
+		}
+	}
+
 	r := runSync(t, "dump", "--wait", "300ms", "rds", "route-1", "route-missing")
+	if err := <-acked; err != nil {
+		t.Fatalf("the client did not ACK route-1: %v; stderr:\n%s", err, r.stderr)
+	}
+	if waitArg != 300*time.Millisecond {
+		t.Errorf("the wait was %v, want --wait's 300ms", waitArg)
+	}
 	if r.code != exitOK {
 		t.Fatalf("exit status %d, want 0; stderr:\n%s", r.code, r.stderr)
 	}
@@ -89,6 +130,28 @@ func TestDumpWaitPasses(t *testing.T) {
 	}
 	if got["route-1"] != adminpb.ClientResourceStatus_ACKED || got["route-missing"] != adminpb.ClientResourceStatus_REQUESTED || len(got) != 2 {
 		t.Fatalf("states %v, want route-1 ACKED and route-missing REQUESTED", got)
+	}
+}
+
+// ackOfRoute matches an ACK of a response that held the route
+// configuration name, which the client had therefore applied.
+func ackOfRoute(srv *mgmt.Server, name string) func(*discoverypb.DiscoveryRequest) bool {
+	return func(req *discoverypb.DiscoveryRequest) bool {
+		if req.GetTypeUrl() != rds.TypeURL || req.GetResponseNonce() == "" || req.GetErrorDetail() != nil {
+			return false
+		}
+		for _, resp := range srv.Responses() {
+			if resp.GetTypeUrl() != rds.TypeURL || resp.GetNonce() != req.GetResponseNonce() {
+				continue
+			}
+			for _, res := range resp.GetResources() {
+				var rc routepb.RouteConfiguration
+				if res.UnmarshalTo(&rc) == nil && rc.GetName() == name {
+					return true
+				}
+			}
+		}
+		return false
 	}
 }
 

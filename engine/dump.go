@@ -3,6 +3,7 @@ package engine
 import (
 	"slices"
 	"strings"
+	"time"
 
 	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -16,42 +17,69 @@ import (
 // entry per watched resource, with the A88 cache state, the cached
 // version and resource, and the last error. client_scope is
 // Config.Target. The result is the caller's.
+//
+// The lock is held only to copy each entry's fields, which are immutable
+// values (the cached bytes and errors are replaced, never modified), so a
+// dump of 100,000 resources does not stall the streams.
 func (e *Engine) Dump() *statuspb.ClientConfig {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	cc := &statuspb.ClientConfig{Node: proto.Clone(e.node).(*corepb.Node), ClientScope: e.cfg.Target}
+	node := e.node
+	var snaps []entrySnapshot
 	for _, a := range e.allAuthoritiesLocked() {
-		for typeURL, byName := range a.resources {
+		for _, byName := range a.resources {
 			for _, en := range byName {
-				if en.orphaned {
-					continue
+				if !en.orphaned {
+					snaps = append(snaps, entrySnapshot{
+						typeURL: en.typ.TypeURL, name: en.name, state: en.state, cached: en.value != nil,
+						version: en.version, raw: en.raw, updated: en.updated,
+						err: en.err, failedVersion: en.failedVersion, failedAt: en.failedAt,
+					})
 				}
-				g := &statuspb.ClientConfig_GenericXdsConfig{
-					TypeUrl:      typeURL,
-					Name:         en.name,
-					ClientStatus: en.state.ClientStatus(),
-				}
-				if en.value != nil {
-					g.VersionInfo = en.version
-					g.XdsConfig = &anypb.Any{TypeUrl: typeURL, Value: en.raw}
-					g.LastUpdated = timestamppb.New(en.updated)
-				}
-				if en.err != nil {
-					fs := &adminpb.UpdateFailureState{Details: en.err.Error(), VersionInfo: en.failedVersion}
-					if !en.failedAt.IsZero() {
-						fs.LastUpdateAttempt = timestamppb.New(en.failedAt)
-					}
-					g.ErrorState = fs
-				}
-				cc.GenericXdsConfigs = append(cc.GenericXdsConfigs, g)
 			}
 		}
 	}
-	slices.SortFunc(cc.GenericXdsConfigs, func(x, y *statuspb.ClientConfig_GenericXdsConfig) int {
-		if c := strings.Compare(x.TypeUrl, y.TypeUrl); c != 0 {
+	e.mu.Unlock()
+
+	slices.SortFunc(snaps, func(x, y entrySnapshot) int {
+		if c := strings.Compare(x.typeURL, y.typeURL); c != 0 {
 			return c
 		}
-		return strings.Compare(x.Name, y.Name)
+		return strings.Compare(x.name, y.name)
 	})
+	cc := &statuspb.ClientConfig{Node: proto.Clone(node).(*corepb.Node), ClientScope: e.cfg.Target,
+		GenericXdsConfigs: make([]*statuspb.ClientConfig_GenericXdsConfig, len(snaps))}
+	for i := range snaps {
+		cc.GenericXdsConfigs[i] = snaps[i].csds()
+	}
 	return cc
+}
+
+// entrySnapshot is what Dump copies of an entry under the lock.
+type entrySnapshot struct {
+	typeURL, name string
+	state         CacheState
+	cached        bool
+	version       string
+	raw           []byte
+	updated       time.Time
+	err           *Error
+	failedVersion string
+	failedAt      time.Time
+}
+
+func (s *entrySnapshot) csds() *statuspb.ClientConfig_GenericXdsConfig {
+	g := &statuspb.ClientConfig_GenericXdsConfig{TypeUrl: s.typeURL, Name: s.name, ClientStatus: s.state.ClientStatus()}
+	if s.cached {
+		g.VersionInfo = s.version
+		g.XdsConfig = &anypb.Any{TypeUrl: s.typeURL, Value: s.raw}
+		g.LastUpdated = timestamppb.New(s.updated)
+	}
+	if s.err != nil {
+		fs := &adminpb.UpdateFailureState{Details: s.err.Error(), VersionInfo: s.failedVersion}
+		if !s.failedAt.IsZero() {
+			fs.LastUpdateAttempt = timestamppb.New(s.failedAt)
+		}
+		g.ErrorState = fs
+	}
+	return g
 }

@@ -441,9 +441,12 @@ func (e *Engine) removeEntryLocked(en *entry) {
 	}
 }
 
-// Close stops every stream and the callback goroutine. No callback runs
-// after Close returns, and no goroutine of the engine is left. Close must
-// not be called from a watcher callback.
+// Close stops every stream and the callback goroutine. No callback starts
+// after Close returns, and no goroutine of the engine is left, in any
+// phase: connecting, in backoff, while a response is applied, with a
+// watcher's done outstanding. Close may be called from a watcher callback
+// (or a Pool's release there); it then returns without waiting for that
+// callback, and the callback goroutine ends as soon as it returns.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	if e.closed {

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"bytes"
+	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 )
@@ -15,12 +18,39 @@ type serializer struct {
 	wake    chan struct{}
 	closed  bool
 	stopped chan struct{}
+	// goid is the serializer goroutine's ID, so that Close can tell it is
+	// being called from a callback, which it must not wait for.
+	goid atomic.Uint64
 }
 
 func newSerializer() *serializer {
 	s := &serializer{wake: make(chan struct{}, 1), stopped: make(chan struct{})}
-	go s.run()
+	started := make(chan struct{})
+	go func() {
+		s.goid.Store(goroutineID())
+		close(started)
+		s.run()
+	}()
+	<-started
 	return s
+}
+
+// inCallback reports whether the calling goroutine is the serializer's,
+// that is whether the caller is a callback.
+func (s *serializer) inCallback() bool { return goroutineID() == s.goid.Load() }
+
+// goroutineID returns the calling goroutine's ID, read from the header of
+// its stack trace ("goroutine 42 [running]:"). Go offers no other way; it
+// is used only on rare paths (Close).
+func goroutineID() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		b = b[:i]
+	}
+	id, _ := strconv.ParseUint(string(b), 10, 64)
+	return id
 }
 
 // schedule queues f; it reports false, without queueing, after close.
@@ -61,7 +91,8 @@ func (s *serializer) run() {
 }
 
 // close stops accepting callbacks, drops the queued ones and waits for the
-// running one to return.
+// running one to return, unless it is the caller: called from a callback,
+// it returns at once, and the goroutine ends when the callback returns.
 func (s *serializer) close() {
 	s.mu.Lock()
 	s.closed = true
@@ -71,7 +102,9 @@ func (s *serializer) close() {
 	case s.wake <- struct{}{}:
 	default:
 	}
-	<-s.stopped
+	if !s.inCallback() {
+		<-s.stopped
+	}
 }
 
 // closeAsync stops accepting callbacks; the queued ones still run and the

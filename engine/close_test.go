@@ -204,4 +204,3 @@ func newEngineFor(t *testing.T, addr string, mutate func(*engine.Config)) *engin
 	t.Cleanup(func() { e.Close() })
 	return e
 }
-

@@ -1,6 +1,8 @@
 package features_test
 
 import (
+	"fmt"
+	"os"
 	"testing"
 
 	"github.com/xdsengine/xdsengine/features"
@@ -24,4 +26,15 @@ func TestSwitchesFromEnv(t *testing.T) {
 			t.Errorf("SwitchesFromEnv() with %v = %+v, want %+v", tc.env, got, tc.want)
 		}
 	}
+}
+
+// ExampleSwitchesFromEnv: gRPC's environment guards, read the way gRPC
+// reads them. An engine reads them itself when its Config leaves Switches
+// nil; pinning them in the Config makes a program independent of its
+// environment.
+func ExampleSwitchesFromEnv() {
+	os.Setenv(features.EnvEndpointFallback, "false")
+	defer os.Unsetenv(features.EnvEndpointFallback)
+	fmt.Printf("%+v\n", features.SwitchesFromEnv())
+	// Output: {DisableFallback:false DisableDataErrorHandling:false DisableEndpointFallback:true}
 }

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 )
 
@@ -194,4 +195,20 @@ func ExampleRegistry_With() {
 	_, err := base.With(registry.ResourceType{TypeURL: "type.googleapis.com/a.A", Decoder: okDecoder})
 	fmt.Println(err)
 	// Output: registry: resource type #1 (type.googleapis.com/a.A): type URL registered twice
+}
+
+// ExampleResourceType_EnabledUnder: a type can depend on one of gRPC's
+// environment guards; the engine then treats it as absent when the guard
+// is off, and advertises none of its client features.
+func ExampleResourceType_EnabledUnder() {
+	t := registry.ResourceType{
+		TypeURL: "type.googleapis.com/example.v1.Experimental",
+		Decoder: registry.DecoderFunc(func([]byte, registry.DecodeOptions) (registry.DecodeResult, error) {
+			return registry.DecodeResult{}, nil
+		}),
+		ClientFeatures: []string{"example.experimental"},
+		Enabled:        func(sw features.Switches) bool { return !sw.DisableEndpointFallback },
+	}
+	fmt.Println(t.EnabledUnder(features.Switches{}), t.EnabledUnder(features.Switches{DisableEndpointFallback: true}))
+	// Output: true false
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -190,31 +189,43 @@ func (s *adsStream) sendLoop() {
 
 // settle lets a burst of subscription changes (many watches registered
 // in a loop) finish before a request is built, so that the burst leaves
-// in one request per type instead of one per watch. It waits until the
-// subscriptions have not changed for a short quiet period, at most a few
-// milliseconds; an ACK, which changes no subscription, is not delayed.
+// in a few requests per type instead of one per watch: each request of a
+// SotW stream makes the server send every subscribed resource again, so
+// a burst sent piecemeal costs the server, and this client, the square of
+// its size. It waits until the subscriptions have not changed for a quiet
+// period, at most about a second; a single watch waits one quiet period,
+// and an ACK, which changes no subscription, is not delayed. A response
+// being applied holds the engine's lock, so Watch calls cannot change
+// anything meanwhile: that is no quiet, and does not count. It sleeps
+// rather than spins, leaving the CPU to the goroutine registering the
+// watches.
 func (s *adsStream) settle() {
 	const (
 		quiet = 250 * time.Microsecond
-		limit = 20 * time.Millisecond
+		limit = time.Second
 	)
+	e := s.c.e
 	last := s.subChanges.Load()
 	if last == s.builtAt {
 		return
 	}
-	start := time.Now()
-	changed := start
-	for {
-		runtime.Gosched()
-		now := time.Now()
-		if n := s.subChanges.Load(); n != last {
-			last, changed = n, now
+	lastApply := e.applying.Load()
+	// Stalls do not count, but a server whose responses never stop must
+	// not hold subscriptions back for ever either.
+	deadline := time.Now().Add(10 * limit)
+	for waited := time.Duration(0); waited < limit && time.Now().Before(deadline); {
+		time.Sleep(quiet)
+		n, apply := s.subChanges.Load(), e.applying.Load()
+		stalled := apply != lastApply || apply%2 == 1
+		if n == last && !stalled {
+			break
 		}
-		if now.Sub(changed) >= quiet || now.Sub(start) >= limit {
-			s.builtAt = last
-			return
+		if !stalled {
+			waited += quiet
 		}
+		last, lastApply = n, apply
 	}
+	s.builtAt = s.subChanges.Load()
 }
 
 // nextRequestLocked builds the request of the next dirty type, in type URL
@@ -414,16 +425,27 @@ func (s *adsStream) recvLoop() {
 			e.log.Debug("xDS response received", "server", s.c.server.URI, "type", resp.GetTypeUrl(), "version", resp.GetVersionInfo(),
 				"nonce", resp.GetNonce(), "resources", len(resp.GetResources()), "resource_errors", len(resp.GetResourceErrors()))
 		}
+		typ, known := e.lookupType(resp.GetTypeUrl())
+		var decoded []decodedResource
+		if perr == nil && known {
+			decoded = s.c.decodeResponse(typ, resp)
+		}
 		gate := newReadGate()
 		e.mu.Lock()
 		if s.ended {
 			e.mu.Unlock()
 			return
 		}
-		if perr != nil {
+		switch {
+		case perr != nil:
 			s.c.handleUnreadableLocked(s, b, perr, gate)
-		} else {
-			s.c.handleResponseLocked(s, resp, gate)
+		case !known:
+			s.c.onResponseLocked(s)
+			e.log.Warn("xDS response for an unregistered type; ignored", "server", s.c.server.URI, "type", resp.GetTypeUrl())
+		default:
+			e.applying.Add(1)
+			s.c.applyResponseLocked(s, typ, resp, decoded, gate)
+			e.applying.Add(1)
 		}
 		e.mu.Unlock()
 		gate.arm()

@@ -24,7 +24,13 @@ import (
 func (e *Engine) Dump() *statuspb.ClientConfig {
 	e.mu.Lock()
 	node := e.node
-	var snaps []entrySnapshot
+	count := 0
+	for _, a := range e.allAuthoritiesLocked() {
+		for _, byName := range a.resources {
+			count += len(byName)
+		}
+	}
+	snaps := make([]entrySnapshot, 0, count)
 	for _, a := range e.allAuthoritiesLocked() {
 		for _, byName := range a.resources {
 			for _, en := range byName {

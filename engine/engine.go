@@ -51,6 +51,10 @@ type Engine struct {
 	hashSeed   maphash.Seed
 	streamsRun sync.WaitGroup
 	metrics    *metrics
+	// applying is odd while a response is being applied, and counts the
+	// starts and ends: the engine's lock is held then, so subscriptions
+	// cannot change, and request batching must not mistake that for quiet.
+	applying atomic.Uint64
 	// maxResponseBytes and slowWatcherThreshold are the Config's, with
 	// their defaults.
 	maxResponseBytes     int
@@ -270,7 +274,7 @@ func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) 
 			NodeID: e.nodeID, Err: cause})
 		return func() {}
 	}
-	a, key, werr := e.resolveNameLocked(typeURL, name)
+	a, key, werr := e.resolveName(typeURL, name)
 	if werr != nil {
 		e.failWatchLocked(w, werr)
 		return func() {}
@@ -312,9 +316,10 @@ func (e *Engine) failWatchLocked(w ResourceWatcher, err *Error) {
 	e.ser.schedule(func() { w.OnResourceChanged(nil, err, func() {}) })
 }
 
-// resolveNameLocked finds the authority of a resource name and its cache
+// resolveName finds the authority of a resource name and its cache
 // key: the name itself, or for xdstp:// names its canonical form (A47).
-func (e *Engine) resolveNameLocked(typeURL, name string) (*authority, string, *Error) {
+// It needs no lock: the authorities are fixed when the engine is built.
+func (e *Engine) resolveName(typeURL, name string) (*authority, string, *Error) {
 	if !utf8.ValidString(name) {
 		// It could never be sent: a request's names are proto strings.
 		return nil, "", &Error{Kind: KindInvalidName, Code: codes.InvalidArgument, TypeURL: typeURL, Name: strings.ToValidUTF8(name, "\uFFFD"),
@@ -341,7 +346,7 @@ func (e *Engine) resolveNameLocked(typeURL, name string) (*authority, string, *E
 
 // lookupEntryLocked finds the entry for a name received from a server.
 func (e *Engine) lookupEntryLocked(typeURL, name string) (*authority, *entry) {
-	a, key, err := e.resolveNameLocked(typeURL, name)
+	a, key, err := e.resolveName(typeURL, name)
 	if err != nil {
 		return nil, nil
 	}

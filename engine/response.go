@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"unicode/utf8"
 
@@ -87,27 +89,150 @@ func truncateUTF8(s string, n int) string {
 	return s[:n]
 }
 
-// handleResponseLocked applies one DiscoveryResponse: every resource is
-// unwrapped, decoded (unless its bytes are already cached) and validated;
-// valid ones update the cache, invalid ones are NACKed together; TP3
-// errors and LDS/CDS deletions are applied; then the type is ACKed or
-// NACKed. Watcher notifications hold the gate.
-func (c *channel) handleResponseLocked(s *adsStream, resp *discoverypb.DiscoveryResponse, gate *readGate) {
+// decodedResource is what the decode stage learned of one resource of a
+// response.
+type decodedResource struct {
+	name  string // as sent; "" when it could not be learned
+	key   string // the cache key of name, when name resolves
+	value registry.Resource
+	raw   []byte
+	err   error  // why the resource is invalid
+	nerr  *Error // why name does not resolve
+}
+
+// decodeResponse is the first stage of a response: it unwraps, checks
+// and decodes every resource, with no engine lock held, so that a large
+// response stalls neither Watch calls nor other servers' streams.
+// Resources whose bytes equal those cached from this server are not
+// decoded again; the cache is consulted in one short critical section.
+func (c *channel) decodeResponse(typ registry.ResourceType, resp *discoverypb.DiscoveryResponse) []decodedResource {
+	e := c.e
+	out := make([]decodedResource, len(resp.GetResources()))
+	wrappers := make([]string, len(out))
+	for i, res := range resp.GetResources() {
+		d := &out[i]
+		d.name, d.raw, d.err = unwrapResource(typ, res)
+		wrappers[i] = d.name
+	}
+	cached := c.cachedValues(typ.TypeURL, out, wrappers)
+	for i := range out {
+		d := &out[i]
+		if d.err != nil {
+			continue
+		}
+		if en := cached[i]; en.value != nil {
+			d.name, d.value = en.name, en.value
+		} else {
+			d.name, d.value, d.err = c.decodeResource(typ, wrappers[i], d.raw)
+		}
+		if d.name != "" {
+			_, d.key, d.nerr = e.resolveName(typ.TypeURL, d.name)
+		}
+	}
+	return out
+}
+
+// unwrapResource takes a resource out of its envelope.Resource wrapper,
+// if any, and checks its type. It returns the wrapper's name (or "") and
+// the resource's bytes.
+func unwrapResource(typ registry.ResourceType, res *anypb.Any) (wrapperName string, raw []byte, err error) {
+	inner := res
+	if res.GetTypeUrl() == resourceWrapperTypeURL {
+		w := &discoverypb.Resource{}
+		if err := proto.Unmarshal(res.GetValue(), w); err != nil {
+			return "", nil, fmt.Errorf("envoy.service.discovery.v3.Resource wrapper does not parse: %w", err)
+		}
+		wrapperName = w.GetName()
+		if wrapperName == "" {
+			wrapperName = w.GetResourceName().GetName()
+		}
+		inner = w.GetResource()
+		if inner == nil {
+			return wrapperName, nil, errors.New("envoy.service.discovery.v3.Resource wrapper holds no resource")
+		}
+	}
+	if inner.GetTypeUrl() != typ.TypeURL {
+		return wrapperName, nil, fmt.Errorf("resource type %s in a response of type %q", quoteName(inner.GetTypeUrl()), typ.TypeURL)
+	}
+	return wrapperName, inner.GetValue(), nil
+}
+
+// cachedHit is a cached resource whose bytes a response repeats.
+type cachedHit struct {
+	name  string
+	value registry.Resource
+}
+
+// cachedValues finds, for each resource of a response, the resource
+// cached from this server with exactly its bytes: by the wrapper's name,
+// or else by the bytes' hash. Decoding them again would give the same
+// value: the decoder is deterministic and the validator saw the same
+// server.
+func (c *channel) cachedValues(typeURL string, res []decodedResource, wrappers []string) []cachedHit {
+	e := c.e
+	hashes := make([]uint64, len(res))
+	for i := range res {
+		if res[i].err == nil && wrappers[i] == "" {
+			hashes[i] = maphash.Bytes(e.hashSeed, res[i].raw)
+		}
+	}
+	hits := make([]cachedHit, len(res))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := range res {
+		if res[i].err != nil {
+			continue
+		}
+		var en *entry
+		if wrappers[i] != "" {
+			_, en = e.lookupEntryLocked(typeURL, wrappers[i])
+		} else {
+			en = e.byContent[contentKey{typeURL, hashes[i]}]
+		}
+		if en != nil && en.value != nil && en.source == c && bytes.Equal(en.raw, res[i].raw) {
+			hits[i] = cachedHit{name: en.name, value: en.value}
+		}
+	}
+	return hits
+}
+
+// decodeResource decodes and validates one resource. The name is
+// returned whenever it is known, also with an error.
+func (c *channel) decodeResource(typ registry.ResourceType, wrapperName string, raw []byte) (string, registry.Resource, error) {
+	dr, err := typ.Decode(raw, registry.DecodeOptions{WrapperName: wrapperName, Server: c.serverInfo, Switches: c.e.switches})
+	if err == nil && wrapperName != "" && dr.Name != wrapperName && !c.e.sameResourceName(typ.TypeURL, dr.Name, wrapperName) {
+		// Which of the two names is meant cannot be known; the wrapper's
+		// is the one the protocol defines, so the NACK is charged to it.
+		return wrapperName, nil, fmt.Errorf("resource name %s does not match its Resource wrapper's name %s", quoteName(dr.Name), quoteName(wrapperName))
+	}
+	return dr.Name, dr.Resource, err
+}
+
+// sameResourceName reports whether two names are one resource: equal, or
+// xdstp:// names with one canonical form (A47).
+func (e *Engine) sameResourceName(typeURL, a, b string) bool {
+	_, ka, errA := e.resolveName(typeURL, a)
+	_, kb, errB := e.resolveName(typeURL, b)
+	return errA == nil && errB == nil && ka == kb
+}
+
+// applyResponseLocked is the second stage of a response, in one critical
+// section: the decoded resources update the cache (valid ones) or are
+// NACKed together (invalid ones); TP3 errors and LDS/CDS deletions are
+// applied; then the type is ACKed or NACKed. Watcher notifications are
+// scheduled holding the gate; they run, as the third stage, outside the
+// lock.
+func (c *channel) applyResponseLocked(s *adsStream, typ registry.ResourceType, resp *discoverypb.DiscoveryResponse, decoded []decodedResource, gate *readGate) {
 	e := c.e
 	c.onResponseLocked(s)
-	typeURL := resp.GetTypeUrl()
-	typ, ok := e.lookupType(typeURL)
-	if !ok {
-		e.log.Warn("xDS response for an unregistered type; ignored", "server", c.server.URI, "type", typeURL)
-		return
-	}
+	typeURL := typ.TypeURL
 	st := s.typeLocked(typeURL)
 	st.nonce = resp.GetNonce()
 	version := resp.GetVersionInfo()
 
-	t := responseTally{named: make(map[string]bool, len(resp.GetResources())+len(resp.GetResourceErrors()))}
-	for i, res := range resp.GetResources() {
-		c.applyResourceLocked(s, typ, i, res, version, &t, gate)
+	t := responseTally{named: make(map[string]bool, len(decoded)+len(resp.GetResourceErrors()))}
+	for i := range decoded {
+		c.applyResourceLocked(s, typ, i, &decoded[i], version, &t, gate)
 	}
 	if !e.switches.DisableDataErrorHandling {
 		for i, re := range resp.GetResourceErrors() {
@@ -132,84 +257,38 @@ func (c *channel) handleResponseLocked(s *adsStream, resp *discoverypb.Discovery
 }
 
 // applyResourceLocked applies resource i of a response.
-func (c *channel) applyResourceLocked(s *adsStream, typ registry.ResourceType, i int, res *anypb.Any, version string, t *responseTally, gate *readGate) {
+func (c *channel) applyResourceLocked(s *adsStream, typ registry.ResourceType, i int, d *decodedResource, version string, t *responseTally, gate *readGate) {
 	e := c.e
-	name, value, raw, err := c.decodeResourceLocked(typ, res)
-	if name == "" {
+	if d.name == "" {
 		t.nameless = true
-		t.fail("resource index %d: %v", i, err)
+		t.fail("resource index %d: %v", i, d.err)
 		return
 	}
-	_, key, nerr := e.resolveNameLocked(typ.TypeURL, name)
-	if nerr != nil {
+	if d.nerr != nil {
 		// Not a name anyone can watch, so not one of the cached ones.
-		t.fail("resource index %d, name %s: %v", i, quoteName(name), nerr.Err)
+		t.fail("resource index %d, name %s: %v", i, quoteName(d.name), d.nerr.Err)
 		return
 	}
-	if t.named[key] {
+	if t.named[d.key] {
 		// The first one counts; a second could only contradict it.
-		t.fail("resource index %d, name %s: duplicate resource name %s", i, quoteName(name), quoteName(name))
+		t.fail("resource index %d, name %s: duplicate resource name %s", i, quoteName(d.name), quoteName(d.name))
 		return
 	}
-	t.named[key] = true
-	s.settleLocked(typ.TypeURL, key)
-	_, en := e.lookupEntryLocked(typ.TypeURL, key)
-	if err != nil {
-		t.fail("resource index %d, name %s: %v", i, quoteName(name), err)
+	t.named[d.key] = true
+	s.settleLocked(typ.TypeURL, d.key)
+	_, en := e.lookupEntryLocked(typ.TypeURL, d.key)
+	if d.err != nil {
+		t.fail("resource index %d, name %s: %v", i, quoteName(d.name), d.err)
 		if en != nil {
-			nack := e.newError(KindNACK, codes.InvalidArgument, en, c, fmt.Errorf("invalid resource: %w", err))
+			nack := e.newError(KindNACK, codes.InvalidArgument, en, c, fmt.Errorf("invalid resource: %w", d.err))
 			e.onDataErrorLocked(en, nack, features.ReasonNACK, version, c, gate)
 		}
 		return
 	}
 	t.valid++
 	if en != nil {
-		e.onValidLocked(en, value, raw, version, c, gate)
+		e.onValidLocked(en, d.value, d.raw, version, c, gate)
 	}
-}
-
-// decodeResourceLocked unwraps one resource and decodes it, or finds its
-// bytes already cached. The name is returned whenever it is known, also
-// with an error.
-func (c *channel) decodeResourceLocked(typ registry.ResourceType, res *anypb.Any) (name string, value registry.Resource, raw []byte, err error) {
-	inner := res
-	wrapperName := ""
-	if res.GetTypeUrl() == resourceWrapperTypeURL {
-		w := &discoverypb.Resource{}
-		if err := proto.Unmarshal(res.GetValue(), w); err != nil {
-			return "", nil, nil, fmt.Errorf("envoy.service.discovery.v3.Resource wrapper does not parse: %w", err)
-		}
-		wrapperName = w.GetName()
-		if wrapperName == "" {
-			wrapperName = w.GetResourceName().GetName()
-		}
-		inner = w.GetResource()
-		if inner == nil {
-			return wrapperName, nil, nil, errors.New("envoy.service.discovery.v3.Resource wrapper holds no resource")
-		}
-	}
-	if inner.GetTypeUrl() != typ.TypeURL {
-		return wrapperName, nil, nil, fmt.Errorf("resource type %s in a response of type %q", quoteName(inner.GetTypeUrl()), typ.TypeURL)
-	}
-	raw = inner.GetValue()
-	if en := c.e.cachedByContent(typ.TypeURL, wrapperName, raw, c); en != nil {
-		return en.name, en.value, en.raw, nil
-	}
-	dr, err := typ.Decode(raw, registry.DecodeOptions{WrapperName: wrapperName, Server: c.serverInfo, Switches: c.e.switches})
-	if err == nil && wrapperName != "" && dr.Name != wrapperName && !c.e.sameResourceName(typ.TypeURL, dr.Name, wrapperName) {
-		// Which of the two names is meant cannot be known; the wrapper's
-		// is the one the protocol defines, so the NACK is charged to it.
-		return wrapperName, nil, nil, fmt.Errorf("resource name %s does not match its Resource wrapper's name %s", quoteName(dr.Name), quoteName(wrapperName))
-	}
-	return dr.Name, dr.Resource, raw, err
-}
-
-// sameResourceName reports whether two names are one resource: equal, or
-// xdstp:// names with one canonical form (A47).
-func (e *Engine) sameResourceName(typeURL, a, b string) bool {
-	_, ka, errA := e.resolveNameLocked(typeURL, a)
-	_, kb, errB := e.resolveNameLocked(typeURL, b)
-	return errA == nil && errB == nil && ka == kb
 }
 
 // applyResourceErrorLocked applies entry i of an xRFC TP3 resource_errors
@@ -233,7 +312,7 @@ func (c *channel) applyResourceErrorLocked(s *adsStream, typeURL string, i int, 
 		t.fail("resource_errors index %d, name %s: error_detail code %d is not a gRPC status code", i, quoteName(name), uint32(code))
 		return
 	}
-	_, key, nerr := e.resolveNameLocked(typeURL, name)
+	_, key, nerr := e.resolveName(typeURL, name)
 	if nerr != nil {
 		t.fail("resource_errors index %d, name %s: cannot parse xDS resource name: %v", i, quoteName(name), nerr.Err)
 		return

@@ -30,12 +30,6 @@ const (
 // configuration of its own.
 var ErrNoBootstrap = errors.New("bootstrap: neither " + EnvBootstrapFile + " (a file path) nor " + EnvBootstrapConfig + " (inline JSON) is set")
 
-// bootstrapSupportedCreds are the "channel_creds" types the default
-// transport can build. gRPC also knows "google_default" and others; a
-// server listing only those cannot be reached by this library, so the
-// bootstrap is rejected early rather than at the first connection.
-var bootstrapSupportedCreds = []string{"insecure", "tls"}
-
 // BootstrapFromEnv reads the bootstrap the way gRPC does: from the file
 // named by GRPC_XDS_BOOTSTRAP if that is set, else from the JSON in
 // GRPC_XDS_BOOTSTRAP_CONFIG. An empty variable counts as unset. If neither
@@ -70,27 +64,43 @@ func BootstrapFromEnv() (*Bootstrap, error) {
 }
 
 // ParseBootstrap parses gRPC's xDS bootstrap JSON (the same file gRPC
-// uses; gRFC A27, A47, A71, A95).
+// uses; gRFC A27, A47, A65, A71, A95, A97).
 //
 // The input must be a JSON object with a non-empty "xds_servers" array.
 // Each server needs a non-empty "server_uri" and a non-empty
 // "channel_creds" array whose entries each have a "type"; at least one type
-// must be one this library supports ("insecure" or "tls"). All entries are
-// kept in order. "node", "authorities", the two listener resource name
-// templates and "certificate_providers" are optional. An authority's
-// "client_listener_resource_name_template", if set, must start with
-// "xdstp://<authority name>/".
+// must be one this library supports: "google_default", "insecure" or "tls"
+// (see [GRPCTransport] for their meaning). "call_creds" is optional; its
+// entries need a "type" too, and those of a supported type
+// ("jwt_token_file") are validated while the others are ignored, as gRPC
+// does. All entries are kept in order. "node", "authorities", the two
+// listener resource name templates and "certificate_providers" are
+// optional. An authority's "client_listener_resource_name_template", if
+// set, must start with "xdstp://<authority name>/".
+//
+// Credential configs are checked as far as that is possible without
+// touching the file system, with gRPC's rules: for the channel credentials
+// gRPC would use (the first supported entry) and for every supported call
+// credentials entry. A "tls" config's file names must be strings,
+// "certificate_file" and "private_key_file" come together and from one
+// directory, and "refresh_interval" must be a protobuf JSON Duration such
+// as "600s"; a "jwt_token_file" config needs "jwt_token_file". A
+// certificate provider whose "plugin_name" is "file_watcher" must have a
+// config of the same form naming at least one file. Whether the files
+// exist and hold what they should is checked by [New] (see
+// [ServerChecker]).
 //
 // As A27 requires, unknown fields are ignored at every level, and so is
 // everything in "node" besides id, cluster, locality and metadata. A field
-// whose value is null counts as absent, as with encoding/json. Channel
-// credential and certificate provider configs are kept as JSON with
+// whose value is null counts as absent, as with encoding/json. Channel and
+// call credential and certificate provider configs are kept as JSON with
 // insignificant whitespace removed, so that equal configs compare equal.
 //
 // The error reports every problem found, not only the first, one per
 // line, each naming the JSON path, e.g.
 //
 //	bootstrap: xds_servers[0].server_uri: must be a non-empty string
+//	bootstrap: xds_servers[0].channel_creds[0].config.refresh_interval: want a protobuf JSON Duration such as "600s", got 600: ...
 //	bootstrap: node.locality.zone: want string, got number
 func ParseBootstrap(data []byte) (*Bootstrap, error) {
 	var raw json.RawMessage
@@ -104,7 +114,7 @@ func ParseBootstrap(data []byte) (*Bootstrap, error) {
 	if k := bsKind(raw); k != "object" {
 		return nil, fmt.Errorf("bootstrap: top level: want object, got %s", k)
 	}
-	var p bootstrapParser
+	p := bootstrapParser{creds: builtinCredsTypes()}
 	b := p.parse(raw)
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
@@ -115,7 +125,8 @@ func ParseBootstrap(data []byte) (*Bootstrap, error) {
 // bootstrapParser walks the decoded JSON, collecting one error per
 // problem so that a user fixes a bootstrap in one round.
 type bootstrapParser struct {
-	errs []error
+	errs  []error
+	creds credsTypes // the types whose configs are validated
 }
 
 func (p *bootstrapParser) fail(path, format string, args ...any) {
@@ -182,6 +193,9 @@ func (p *bootstrapParser) server(path string, raw json.RawMessage) (ServerConfig
 		p.fail(uriPath, "must be a non-empty string")
 	}
 	s.ChannelCreds = p.channelCreds(path+".channel_creds", obj)
+	if v, ok := bsField(obj, "call_creds"); ok {
+		s.CallCreds = p.callCreds(path+".call_creds", v)
+	}
 	if v, ok := bsField(obj, "server_features"); ok {
 		s.ServerFeatures = p.stringList(path+".server_features", v)
 	}
@@ -189,7 +203,8 @@ func (p *bootstrapParser) server(path string, raw json.RawMessage) (ServerConfig
 }
 
 // channelCreds parses a server's "channel_creds": every entry must be
-// well formed, and at least one must have a supported type.
+// well formed, at least one must have a supported type, and the config of
+// the first such entry, the one gRPC uses, must be valid for its type.
 func (p *bootstrapParser) channelCreds(path string, server map[string]json.RawMessage) []ChannelCreds {
 	v, ok := bsField(server, "channel_creds")
 	if !ok {
@@ -206,43 +221,89 @@ func (p *bootstrapParser) channelCreds(path string, server map[string]json.RawMe
 	}
 	before := len(p.errs)
 	var out []ChannelCreds
-	var seen []string
-	supported := false
 	for i, raw := range list {
-		entryPath := bsIndex(path, i)
-		obj, ok := p.object(entryPath, raw)
-		if !ok {
-			continue
+		if typ, config, ok := p.credsEntry(bsIndex(path, i), raw); ok {
+			out = append(out, ChannelCreds{Type: typ, Config: config})
 		}
-		var c ChannelCreds
-		typePath := entryPath + ".type"
-		if t, ok := bsField(obj, "type"); !ok {
-			p.fail(typePath, "is required")
-			continue
-		} else if c.Type, ok = p.str(typePath, t); !ok {
-			continue
-		} else if c.Type == "" {
-			p.fail(typePath, "must be a non-empty string")
-			continue
-		}
-		if cfg, ok := bsField(obj, "config"); ok {
-			if k := bsKind(cfg); k != "object" {
-				p.fail(entryPath+".config", "want object, got %s", k)
-				continue
-			}
-			c.Config = bsCompact(cfg)
-		}
-		seen = append(seen, strconv.Quote(c.Type))
-		supported = supported || slices.Contains(bootstrapSupportedCreds, c.Type)
-		out = append(out, c)
 	}
 	// A list with broken entries already failed; whether fixing them
 	// would leave a supported type is unknown, so say nothing more.
-	if len(p.errs) == before && !supported {
-		p.fail(path, "no supported type: want %q or %q, got %s",
-			bootstrapSupportedCreds[0], bootstrapSupportedCreds[1], strings.Join(seen, ", "))
+	if len(p.errs) > before {
+		return out
+	}
+	i, ok := p.creds.selectChannel(out)
+	if !ok {
+		have := make([]string, len(out))
+		for i, c := range out {
+			have[i] = c.Type
+		}
+		p.fail(path, "%s", p.creds.noChannelProblem(have))
+		return out
+	}
+	if validate := p.creds.channel[out[i].Type].validate; validate != nil {
+		p.credsConfig(bsIndex(path, i)+".config", validate(out[i].Config))
 	}
 	return out
+}
+
+// callCreds parses a server's "call_creds" (gRFC A97): optional, may be
+// empty; every entry must be well formed, and those of a supported type
+// must have a valid config. Unsupported types are kept and ignored.
+func (p *bootstrapParser) callCreds(path string, raw json.RawMessage) []CallCreds {
+	list, ok := p.array(path, raw)
+	if !ok {
+		return nil
+	}
+	var out []CallCreds
+	for i, raw := range list {
+		entryPath := bsIndex(path, i)
+		typ, config, ok := p.credsEntry(entryPath, raw)
+		if !ok {
+			continue
+		}
+		if t, ok := p.creds.call[typ]; ok && t.validate != nil {
+			p.credsConfig(entryPath+".config", t.validate(config))
+		}
+		out = append(out, CallCreds{Type: typ, Config: config})
+	}
+	return out
+}
+
+// credsEntry parses one {"type": ..., "config": {...}} entry of a
+// credentials list.
+func (p *bootstrapParser) credsEntry(path string, raw json.RawMessage) (typ string, config json.RawMessage, ok bool) {
+	obj, ok := p.object(path, raw)
+	if !ok {
+		return "", nil, false
+	}
+	typePath := path + ".type"
+	t, ok := bsField(obj, "type")
+	if !ok {
+		p.fail(typePath, "is required")
+		return "", nil, false
+	}
+	if typ, ok = p.str(typePath, t); !ok {
+		return "", nil, false
+	}
+	if typ == "" {
+		p.fail(typePath, "must be a non-empty string")
+		return "", nil, false
+	}
+	if cfg, ok := bsField(obj, "config"); ok {
+		if k := bsKind(cfg); k != "object" {
+			p.fail(path+".config", "want object, got %s", k)
+			return "", nil, false
+		}
+		config = bsCompact(cfg)
+	}
+	return typ, config, true
+}
+
+// credsConfig records the problems a credentials type found in a config.
+func (p *bootstrapParser) credsConfig(path string, errs []credsFieldError) {
+	for _, e := range errs {
+		p.errs = append(p.errs, fmt.Errorf("bootstrap: %w", e.at(path)))
+	}
 }
 
 func (p *bootstrapParser) node(path string, raw json.RawMessage) Node {
@@ -340,6 +401,10 @@ func escapedAuthorityPrefix(name string) string {
 	return "xdstp://" + url.PathEscape(name) + "/"
 }
 
+// fileWatcherPlugin is the certificate provider plugin that watches PEM
+// files (gRFC A29).
+const fileWatcherPlugin = "file_watcher"
+
 func (p *bootstrapParser) certificateProviders(path string, raw json.RawMessage) map[string]CertificateProvider {
 	obj, ok := p.object(path, raw)
 	if !ok {
@@ -358,6 +423,12 @@ func (p *bootstrapParser) certificateProviders(path string, raw json.RawMessage)
 		}
 		if v, ok := bsField(c, "config"); ok {
 			cp.Config = bsCompact(v)
+		}
+		// gRPC rejects a bootstrap whose provider of a plugin it knows has
+		// a bad config, and every gRPC knows file_watcher (gRFC A29).
+		if cp.PluginName == fileWatcherPlugin {
+			_, errs := parseTLSFiles(cp.Config, true)
+			p.credsConfig(cpath+".config", errs)
 		}
 		out[name] = cp
 	}

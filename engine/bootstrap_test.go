@@ -72,7 +72,7 @@ func TestParseBootstrapValid(t *testing.T) {
 				"client_default_listener_resource_name_template": "xdstp://a.example/envoy.config.listener.v3.Listener/%s",
 				"server_listener_resource_name_template": "grpc/server?xds.resource.listening_address=%s",
 				"certificate_providers": {
-					"default": {"plugin_name": "file_watcher", "config": {"certificate_file": "/cert.pem", "refresh_interval": "600s"}},
+					"default": {"plugin_name": "file_watcher", "config": {"certificate_file": "/cert.pem", "private_key_file": "/key.pem", "refresh_interval": "600s"}},
 					"bare": {}
 				}
 			}`,
@@ -105,7 +105,7 @@ func TestParseBootstrapValid(t *testing.T) {
 				ClientDefaultListenerResourceNameTemplate: "xdstp://a.example/envoy.config.listener.v3.Listener/%s",
 				ServerListenerResourceNameTemplate:        "grpc/server?xds.resource.listening_address=%s",
 				CertificateProviders: map[string]engine.CertificateProvider{
-					"default": {PluginName: "file_watcher", Config: json.RawMessage(`{"certificate_file":"/cert.pem","refresh_interval":"600s"}`)},
+					"default": {PluginName: "file_watcher", Config: json.RawMessage(`{"certificate_file":"/cert.pem","private_key_file":"/key.pem","refresh_interval":"600s"}`)},
 					"bare":    {},
 				},
 			},
@@ -140,7 +140,7 @@ func TestParseBootstrapValid(t *testing.T) {
 				"xds_servers": [{
 					"server_uri": "xds.example.com:443",
 					"extra": 1,
-					"call_creds": [{"type": "jwt_token_file"}],
+					"call_creds": [{"type": "future_call_creds", "extra": 1, "config": {"anything": [1]}}],
 					"channel_creds": [{"type": "insecure", "extra": [], "config": {"anything": {"goes": 1}}}]
 				}],
 				"node": {
@@ -155,6 +155,7 @@ func TestParseBootstrapValid(t *testing.T) {
 				Servers: []engine.ServerConfig{{
 					URI:          "xds.example.com:443",
 					ChannelCreds: []engine.ChannelCreds{{Type: "insecure", Config: json.RawMessage(`{"anything":{"goes":1}}`)}},
+					CallCreds:    []engine.CallCreds{{Type: "future_call_creds", Config: json.RawMessage(`{"anything":[1]}`)}},
 				}},
 				Node:                 engine.Node{ID: "n", Locality: engine.Locality{Zone: "z"}},
 				Authorities:          map[string]engine.Authority{"a": {}},
@@ -316,8 +317,8 @@ func TestParseBootstrapErrors(t *testing.T) {
 		{name: "channel_creds type empty", in: bootstrapWithServer(`{"server_uri": "s", "channel_creds": [{"type": ""}]}`), want: []string{"bootstrap: xds_servers[0].channel_creds[0].type: must be a non-empty string"}},
 		{
 			name: "channel_creds only unsupported types",
-			in:   bootstrapWithServer(`{"server_uri": "s", "channel_creds": [{"type": "google_default"}, {"type": "xds"}]}`),
-			want: []string{`bootstrap: xds_servers[0].channel_creds: no supported type: want "insecure" or "tls", got "google_default", "xds"`},
+			in:   bootstrapWithServer(`{"server_uri": "s", "channel_creds": [{"type": "xds"}, {"type": "alts"}]}`),
+			want: []string{`bootstrap: xds_servers[0].channel_creds: no supported type: want one of "google_default", "insecure", "tls"; got "xds", "alts"`},
 		},
 		{name: "channel_creds config not object", in: bootstrapWithServer(`{"server_uri": "s", "channel_creds": [{"type": "tls", "config": ["/ca.pem"]}]}`), want: []string{"bootstrap: xds_servers[0].channel_creds[0].config: want object, got array"}},
 
@@ -344,8 +345,8 @@ func TestParseBootstrapErrors(t *testing.T) {
 		{name: "authority xds_servers bad server_uri", in: bootstrapWith(`"authorities": {"x": {"xds_servers": [{` + creds + `}]}}`), want: []string{`bootstrap: authorities["x"].xds_servers[0].server_uri: must be a non-empty string`}},
 		{
 			name: "authority xds_servers unsupported creds",
-			in:   bootstrapWith(`"authorities": {"x": {"xds_servers": [{"server_uri": "s", "channel_creds": [{"type": "google_default"}]}]}}`),
-			want: []string{`bootstrap: authorities["x"].xds_servers[0].channel_creds: no supported type: want "insecure" or "tls", got "google_default"`},
+			in:   bootstrapWith(`"authorities": {"x": {"xds_servers": [{"server_uri": "s", "channel_creds": [{"type": "xds"}]}]}}`),
+			want: []string{`bootstrap: authorities["x"].xds_servers[0].channel_creds: no supported type: want one of "google_default", "insecure", "tls"; got "xds"`},
 		},
 		{
 			name: "authority template bad prefix",
@@ -512,5 +513,219 @@ func TestBootstrapEnvNames(t *testing.T) {
 	// gRPC reads these exact names; the same file must serve both.
 	if engine.EnvBootstrapFile != "GRPC_XDS_BOOTSTRAP" || engine.EnvBootstrapConfig != "GRPC_XDS_BOOTSTRAP_CONFIG" {
 		t.Errorf("env names = %q, %q", engine.EnvBootstrapFile, engine.EnvBootstrapConfig)
+	}
+}
+
+// TestParseBootstrapCredentials covers the credential configs: what gRPC
+// accepts is accepted and kept as written, what it rejects is rejected
+// with the field named. Files are never opened here.
+func TestParseBootstrapCredentials(t *testing.T) {
+	server := func(channel, call string) string {
+		s := `{"server_uri": "s:443", "channel_creds": ` + channel
+		if call != "" {
+			s += `, "call_creds": ` + call
+		}
+		return bootstrapWithServer(s + `}`)
+	}
+	tlsWith := func(config string) string { return `[{"type": "tls", "config": ` + config + `}]` }
+	provider := func(config string) string {
+		return bootstrapWith(`"certificate_providers": {"p": {"plugin_name": "file_watcher", "config": ` + config + `}}`)
+	}
+	insecure := `[{"type": "insecure"}]`
+	tests := []struct {
+		name string
+		in   string
+		// Exactly one of want and wantErr is set: the parsed first server
+		// (or, with wantProviders, the providers), or the error lines.
+		want          *engine.ServerConfig
+		wantProviders map[string]engine.CertificateProvider
+		wantErr       []string
+	}{
+		// Accepted.
+		{
+			name: "google_default alone",
+			in:   server(`[{"type": "google_default"}]`, ""),
+			want: &engine.ServerConfig{URI: "s:443", ChannelCreds: []engine.ChannelCreds{{Type: "google_default"}}},
+		},
+		{
+			name: "google_default config is ignored, as gRPC does",
+			in:   server(`[{"type": "google_default", "config": {"anything": 1}}]`, ""),
+			want: &engine.ServerConfig{URI: "s:443", ChannelCreds: []engine.ChannelCreds{{Type: "google_default", Config: json.RawMessage(`{"anything":1}`)}}},
+		},
+		{
+			name: "tls without config or with an empty one: system roots",
+			in:   server(`[{"type": "tls"}, {"type": "tls", "config": {}}]`, ""),
+			want: &engine.ServerConfig{URI: "s:443", ChannelCreds: []engine.ChannelCreds{{Type: "tls"}, {Type: "tls", Config: json.RawMessage(`{}`)}}},
+		},
+		{
+			name: "tls with every field and unknown ones",
+			in: server(tlsWith(`{"ca_certificate_file": "/ca.pem", "certificate_file": "/d/c.pem", "private_key_file": "/d/k.pem",
+				"refresh_interval": "0.100s", "spiffe_trust_bundle_map_file": "/m.json", "future": [1]}`), ""),
+			want: &engine.ServerConfig{URI: "s:443", ChannelCreds: []engine.ChannelCreds{{Type: "tls", Config: json.RawMessage(
+				`{"ca_certificate_file":"/ca.pem","certificate_file":"/d/c.pem","private_key_file":"/d/k.pem","refresh_interval":"0.100s","spiffe_trust_bundle_map_file":"/m.json","future":[1]}`)}}},
+		},
+		{
+			name: "tls refresh_interval of zero and of whole seconds",
+			in:   server(`[{"type": "tls", "config": {"ca_certificate_file": "/ca.pem", "refresh_interval": "0s"}}, {"type": "tls", "config": {"refresh_interval": "900s"}}]`, ""),
+			want: &engine.ServerConfig{URI: "s:443", ChannelCreds: []engine.ChannelCreds{
+				{Type: "tls", Config: json.RawMessage(`{"ca_certificate_file":"/ca.pem","refresh_interval":"0s"}`)},
+				{Type: "tls", Config: json.RawMessage(`{"refresh_interval":"900s"}`)},
+			}},
+		},
+		{
+			name: "only the channel creds gRPC uses are validated",
+			in:   server(`[{"type": "xds"}, {"type": "insecure"}, {"type": "tls", "config": {"ca_certificate_file": 5}}]`, ""),
+			want: &engine.ServerConfig{URI: "s:443", ChannelCreds: []engine.ChannelCreds{
+				{Type: "xds"}, {Type: "insecure"}, {Type: "tls", Config: json.RawMessage(`{"ca_certificate_file":5}`)},
+			}},
+		},
+		{
+			name: "call_creds jwt_token_file over tls",
+			in:   server(tlsWith(`{}`), `[{"type": "jwt_token_file", "config": {"jwt_token_file": "/var/run/secrets/tokens/istio-token"}}]`),
+			want: &engine.ServerConfig{
+				URI:          "s:443",
+				ChannelCreds: []engine.ChannelCreds{{Type: "tls", Config: json.RawMessage(`{}`)}},
+				CallCreds:    []engine.CallCreds{{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file":"/var/run/secrets/tokens/istio-token"}`)}},
+			},
+		},
+		{
+			// grpc-go parses this; the channel then cannot be created, which
+			// engine.New reports (TestNewRejectsCallCredsOnInsecure).
+			name: "call_creds over insecure parses",
+			in:   server(insecure, `[{"type": "jwt_token_file", "config": {"jwt_token_file": "/t"}}]`),
+			want: &engine.ServerConfig{
+				URI:          "s:443",
+				ChannelCreds: []engine.ChannelCreds{{Type: "insecure"}},
+				CallCreds:    []engine.CallCreds{{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file":"/t"}`)}},
+			},
+		},
+		{
+			name: "unknown call_creds types kept, unvalidated, beside known ones",
+			in:   server(insecure, `[{"type": "sts"}, {"type": "jwt_token_file", "config": {"jwt_token_file": "/t1"}}, {"type": "x", "config": {"k": 1}}, {"type": "jwt_token_file", "config": {"jwt_token_file": "/t2"}}]`),
+			want: &engine.ServerConfig{
+				URI:          "s:443",
+				ChannelCreds: []engine.ChannelCreds{{Type: "insecure"}},
+				CallCreds: []engine.CallCreds{
+					{Type: "sts"},
+					{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file":"/t1"}`)},
+					{Type: "x", Config: json.RawMessage(`{"k":1}`)},
+					{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file":"/t2"}`)},
+				},
+			},
+		},
+		{
+			name: "empty and null call_creds",
+			in:   `{"xds_servers": [{"server_uri": "s:443", "channel_creds": [{"type": "insecure"}], "call_creds": []}, {"server_uri": "t:443", "channel_creds": [{"type": "insecure"}], "call_creds": null}]}`,
+			want: &engine.ServerConfig{URI: "s:443", ChannelCreds: []engine.ChannelCreds{{Type: "insecure"}}},
+		},
+		{
+			name:          "file_watcher provider with only roots",
+			in:            provider(`{"ca_certificate_file": "/ca.pem"}`),
+			wantProviders: map[string]engine.CertificateProvider{"p": {PluginName: "file_watcher", Config: json.RawMessage(`{"ca_certificate_file":"/ca.pem"}`)}},
+		},
+		{
+			name: "other plugins' configs are not validated",
+			in:   bootstrapWith(`"certificate_providers": {"a": {"plugin_name": "meshca", "config": {"x": 1}}, "b": {"plugin_name": "FILE_WATCHER"}}`),
+			wantProviders: map[string]engine.CertificateProvider{
+				"a": {PluginName: "meshca", Config: json.RawMessage(`{"x":1}`)},
+				"b": {PluginName: "FILE_WATCHER"},
+			},
+		},
+
+		// Rejected: tls.
+		{name: "tls ca_certificate_file number", in: server(tlsWith(`{"ca_certificate_file": 5}`), ""), wantErr: []string{
+			"bootstrap: xds_servers[0].channel_creds[0].config.ca_certificate_file: want string, got number"}},
+		{name: "tls certificate_file array", in: server(tlsWith(`{"certificate_file": ["/c.pem"], "private_key_file": "/k.pem"}`), ""), wantErr: []string{
+			"bootstrap: xds_servers[0].channel_creds[0].config.certificate_file: want string, got array"}},
+		{name: "tls private_key_file object", in: server(tlsWith(`{"certificate_file": "/c.pem", "private_key_file": {}}`), ""), wantErr: []string{
+			"bootstrap: xds_servers[0].channel_creds[0].config.private_key_file: want string, got object"}},
+		{name: "tls refresh_interval number", in: server(tlsWith(`{"refresh_interval": 600}`), ""), wantErr: []string{
+			`bootstrap: xds_servers[0].channel_creds[0].config.refresh_interval: want a protobuf JSON Duration string such as "600s", got 600`}},
+		{name: "tls refresh_interval Go syntax", in: server(tlsWith(`{"refresh_interval": "10m"}`), ""), wantErr: []string{
+			`bootstrap: xds_servers[0].channel_creds[0].config.refresh_interval: want a protobuf JSON Duration string such as "600s", got "10m"`}},
+		{name: "tls refresh_interval negative", in: server(tlsWith(`{"refresh_interval": "-5s"}`), ""), wantErr: []string{
+			`bootstrap: xds_servers[0].channel_creds[0].config.refresh_interval: must not be negative, got "-5s"`}},
+		{name: "tls certificate without key", in: server(tlsWith(`{"certificate_file": "/d/c.pem"}`), ""), wantErr: []string{
+			"bootstrap: xds_servers[0].channel_creds[0].config.private_key_file: is required with certificate_file"}},
+		{name: "tls key without certificate", in: server(tlsWith(`{"private_key_file": "/d/k.pem", "ca_certificate_file": "/ca.pem"}`), ""), wantErr: []string{
+			"bootstrap: xds_servers[0].channel_creds[0].config.certificate_file: is required with private_key_file"}},
+		{name: "tls key and certificate in two directories", in: server(tlsWith(`{"certificate_file": "/a/c.pem", "private_key_file": "/b/k.pem"}`), ""), wantErr: []string{
+			"bootstrap: xds_servers[0].channel_creds[0].config.private_key_file: must be in the directory of certificate_file (/a), got /b/k.pem"}},
+		{name: "tls selected after an unsupported type", in: server(`[{"type": "xds"}, {"type": "tls", "config": {"ca_certificate_file": true}}]`, ""), wantErr: []string{
+			"bootstrap: xds_servers[0].channel_creds[1].config.ca_certificate_file: want string, got boolean"}},
+		{
+			name: "tls: every problem at once",
+			in:   server(tlsWith(`{"ca_certificate_file": 1, "certificate_file": 2, "refresh_interval": "x"}`), ""),
+			wantErr: []string{
+				"bootstrap: xds_servers[0].channel_creds[0].config.certificate_file: want string, got number",
+				"bootstrap: xds_servers[0].channel_creds[0].config.ca_certificate_file: want string, got number",
+				`bootstrap: xds_servers[0].channel_creds[0].config.refresh_interval: want a protobuf JSON Duration string such as "600s", got "x"`,
+			},
+		},
+		{
+			name:    "tls in an authority",
+			in:      bootstrapWith(`"authorities": {"a": {"xds_servers": [{"server_uri": "s", "channel_creds": [{"type": "tls", "config": {"certificate_file": "/c.pem"}}]}]}}`),
+			wantErr: []string{`bootstrap: authorities["a"].xds_servers[0].channel_creds[0].config.private_key_file: is required with certificate_file`},
+		},
+
+		// Rejected: call_creds.
+		{name: "call_creds not array", in: server(insecure, `{"type": "jwt_token_file"}`), wantErr: []string{
+			"bootstrap: xds_servers[0].call_creds: want array, got object"}},
+		{name: "call_creds entry not object", in: server(insecure, `["jwt_token_file"]`), wantErr: []string{
+			"bootstrap: xds_servers[0].call_creds[0]: want object, got string"}},
+		{name: "call_creds type missing", in: server(insecure, `[{"config": {}}]`), wantErr: []string{
+			"bootstrap: xds_servers[0].call_creds[0].type: is required"}},
+		{name: "call_creds type number", in: server(insecure, `[{"type": 1}]`), wantErr: []string{
+			"bootstrap: xds_servers[0].call_creds[0].type: want string, got number"}},
+		{name: "call_creds type empty", in: server(insecure, `[{"type": ""}]`), wantErr: []string{
+			"bootstrap: xds_servers[0].call_creds[0].type: must be a non-empty string"}},
+		{name: "call_creds config not object", in: server(insecure, `[{"type": "x", "config": "/t"}]`), wantErr: []string{
+			"bootstrap: xds_servers[0].call_creds[0].config: want object, got string"}},
+		{name: "jwt_token_file without config", in: server(insecure, `[{"type": "jwt_token_file"}]`), wantErr: []string{
+			"bootstrap: xds_servers[0].call_creds[0].config.jwt_token_file: is required"}},
+		{name: "jwt_token_file empty config", in: server(insecure, `[{"type": "x"}, {"type": "jwt_token_file", "config": {}}]`), wantErr: []string{
+			"bootstrap: xds_servers[0].call_creds[1].config.jwt_token_file: is required"}},
+		{name: "jwt_token_file empty path", in: server(insecure, `[{"type": "jwt_token_file", "config": {"jwt_token_file": ""}}]`), wantErr: []string{
+			"bootstrap: xds_servers[0].call_creds[0].config.jwt_token_file: is required"}},
+		{name: "jwt_token_file path number", in: server(insecure, `[{"type": "jwt_token_file", "config": {"jwt_token_file": 1}}]`), wantErr: []string{
+			"bootstrap: xds_servers[0].call_creds[0].config.jwt_token_file: want string, got number"}},
+
+		// Rejected: file_watcher certificate providers.
+		{name: "file_watcher without config", in: bootstrapWith(`"certificate_providers": {"p": {"plugin_name": "file_watcher"}}`), wantErr: []string{
+			`bootstrap: certificate_providers["p"].config: needs certificate_file and private_key_file, or ca_certificate_file, or all three`}},
+		{name: "file_watcher without files", in: provider(`{"refresh_interval": "600s"}`), wantErr: []string{
+			`bootstrap: certificate_providers["p"].config: needs certificate_file and private_key_file, or ca_certificate_file, or all three`}},
+		{name: "file_watcher config not object", in: provider(`"not validated"`), wantErr: []string{
+			`bootstrap: certificate_providers["p"].config: want object, got string`}},
+		{name: "file_watcher certificate without key", in: provider(`{"certificate_file": "/c.pem", "ca_certificate_file": "/ca.pem"}`), wantErr: []string{
+			`bootstrap: certificate_providers["p"].config.private_key_file: is required with certificate_file`}},
+		{name: "file_watcher bad refresh_interval", in: provider(`{"ca_certificate_file": "/ca.pem", "refresh_interval": {"seconds": 1}}`), wantErr: []string{
+			`bootstrap: certificate_providers["p"].config.refresh_interval: want a protobuf JSON Duration string such as "600s", got {"seconds":1}`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := engine.ParseBootstrap([]byte(tt.in))
+			if tt.wantErr != nil {
+				if err == nil {
+					t.Fatalf("ParseBootstrap succeeded with %+v", got)
+				}
+				if diff := cmp.Diff(tt.wantErr, strings.Split(err.Error(), "\n")); diff != "" {
+					t.Errorf("error lines mismatch (-want +got):\n%s", diff)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseBootstrap: %v", err)
+			}
+			if tt.wantProviders != nil {
+				if diff := cmp.Diff(tt.wantProviders, got.CertificateProviders); diff != "" {
+					t.Errorf("certificate providers mismatch (-want +got):\n%s", diff)
+				}
+				return
+			}
+			if diff := cmp.Diff(*tt.want, got.Servers[0]); diff != "" {
+				t.Errorf("server mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

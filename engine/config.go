@@ -41,8 +41,13 @@ type ServerConfig struct {
 	// URI is "server_uri", a gRPC target such as "xds.example.com:443".
 	URI string
 	// ChannelCreds is the "channel_creds" list as written. The transport
-	// uses the first type it supports: "insecure" or "tls".
+	// uses the first type it supports; the default one supports
+	// "google_default", "insecure" and "tls" (see [GRPCTransport]).
 	ChannelCreds []ChannelCreds
+	// CallCreds is the "call_creds" list as written (gRFC A97). The
+	// transport uses every type it supports and ignores the others; the
+	// default one supports "jwt_token_file".
+	CallCreds []CallCreds
 	// ServerFeatures is the "server_features" list as written. The engine
 	// resolves the names against [features.Builtin] and Config.Features.
 	ServerFeatures []string
@@ -68,6 +73,12 @@ func (s ServerConfig) key() string {
 		b.WriteByte(':')
 		b.Write(c.Config)
 	}
+	for _, c := range s.CallCreds {
+		b.WriteString("\x00k:")
+		b.WriteString(c.Type)
+		b.WriteByte(':')
+		b.Write(c.Config)
+	}
 	for _, f := range s.ServerFeatures {
 		b.WriteString("\x00f:")
 		b.WriteString(f)
@@ -78,6 +89,12 @@ func (s ServerConfig) key() string {
 // ChannelCreds is one entry of "channel_creds".
 type ChannelCreds struct {
 	Type   string          // "insecure", "tls", "google_default", ...
+	Config json.RawMessage // the type's "config" object, or nil
+}
+
+// CallCreds is one entry of "call_creds" (gRFC A97).
+type CallCreds struct {
+	Type   string          // "jwt_token_file", ...
 	Config json.RawMessage // the type's "config" object, or nil
 }
 

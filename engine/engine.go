@@ -164,6 +164,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Transport == nil {
 		e.cfg.Transport = GRPCTransport()
 	}
+	if err := checkServers(e.cfg.Transport, cfg.Bootstrap); err != nil {
+		return nil, err
+	}
 	if e.switches.DisableDataErrorHandling {
 		e.known = append(features.LegacyBuiltin(), cfg.Features...)
 	} else {

@@ -2,101 +2,101 @@ package engine
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
-	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 )
 
 // GRPCTransport returns the default TransportBuilder: one gRPC client
-// connection per xDS server, with the first channel credentials of the
-// server's list that it supports ("insecure", or "tls" with optional
-// "ca_certificate_file", "certificate_file" and "private_key_file"), plus
-// any dial options given here (for example a custom dialer in tests).
+// connection per xDS server, plus any dial options given here (for example
+// a custom dialer in tests), with the credentials the server's bootstrap
+// entry names, understood as gRPC understands them:
+//
+//   - "channel_creds": the first entry of a type listed below is used, the
+//     others are ignored (gRFC A27).
+//   - "insecure": plaintext; its config is ignored.
+//   - "google_default": gRPC's Google default credentials
+//     (google.golang.org/grpc/credentials/google), as Traffic Director and
+//     Cloud Service Mesh bootstraps use: TLS with the system's roots and
+//     OAuth tokens from Application Default Credentials. Off Google Cloud
+//     without ADC, the channel is TLS without a token; its config is
+//     ignored.
+//   - "tls" (gRFC A65): TLS, with config "ca_certificate_file" (roots;
+//     default the system's), "certificate_file" and "private_key_file"
+//     (a client certificate for mTLS, both or neither, in one directory),
+//     and "refresh_interval" (a protobuf JSON Duration, default "600s").
+//     The files are re-read every refresh_interval by grpc-go's
+//     file_watcher provider, and each new connection uses what was read
+//     last, so rotated certificates need no restart. The watcher stops
+//     when the transport closes.
+//   - "call_creds" (gRFC A97): every entry of a type listed below is used,
+//     others are ignored. "jwt_token_file", config {"jwt_token_file":
+//     path}, sends "authorization: Bearer <token>" read from the file
+//     (google.golang.org/grpc/credentials/jwt), re-read before the token's
+//     "exp". gRPC sends such tokens only over a secure channel: grpc-go
+//     accepts a bootstrap with call_creds on "insecure" channel_creds but
+//     then cannot create the channel ("the credentials require transport
+//     level security"), so no request ever reaches the server. This
+//     transport refuses the same combination, and reports it from
+//     CheckServer, so that [New] fails at once. (grpc-go reads call_creds
+//     only with GRPC_EXPERIMENTAL_XDS_BOOTSTRAP_CALL_CREDS=true; this
+//     transport always does.)
+//
+// The builder implements [ServerChecker]: it validates the configs of the
+// credentials it would use and reads every file they name, so that a
+// missing, unreadable or malformed file, or a certificate that does not
+// match its key, fails [New] with the field and the file named.
 func GRPCTransport(opts ...grpc.DialOption) TransportBuilder {
-	return grpcTransportBuilder{opts: opts}
+	return grpcTransportBuilder{opts: opts, creds: builtinCredsTypes()}
 }
 
-type grpcTransportBuilder struct{ opts []grpc.DialOption }
+type grpcTransportBuilder struct {
+	opts  []grpc.DialOption
+	creds credsTypes
+}
 
 func (b grpcTransportBuilder) Build(s ServerConfig, o TransportOptions) (Transport, error) {
-	creds, err := transportCredentials(s.ChannelCreds)
+	sc, err := b.creds.build(s)
 	if err != nil {
 		return nil, fmt.Errorf("xDS server %s: %w", s.URI, err)
 	}
-	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, b.opts...)
-	cc, err := grpc.NewClient(s.URI, opts...)
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(sc.channel.transport)}
+	if sc.channel.perRPC != nil {
+		opts = append(opts, grpc.WithPerRPCCredentials(sc.channel.perRPC))
+	}
+	for _, c := range sc.call {
+		opts = append(opts, grpc.WithPerRPCCredentials(c))
+	}
+	cc, err := grpc.NewClient(s.URI, append(opts, b.opts...)...)
 	if err != nil {
+		sc.close()
 		return nil, fmt.Errorf("xDS server %s: %w", s.URI, err)
 	}
-	return &grpcTransport{cc: cc, maxRecv: o.MaxResponseBytes}, nil
+	return &grpcTransport{cc: cc, maxRecv: o.MaxResponseBytes, closeCreds: sc.close}, nil
+}
+
+// CheckServer implements [ServerChecker].
+func (b grpcTransportBuilder) CheckServer(s ServerConfig) error {
+	return errors.Join(b.creds.checkServer(s, true)...)
 }
 
 // SupportedChannelCreds reports whether the default transport supports a
-// channel_creds type.
-func SupportedChannelCreds(typ string) bool { return typ == "insecure" || typ == "tls" }
-
-func transportCredentials(list []ChannelCreds) (credentials.TransportCredentials, error) {
-	var seen []string
-	for _, c := range list {
-		switch c.Type {
-		case "insecure":
-			return insecure.NewCredentials(), nil
-		case "tls":
-			return tlsCredentials(c.Config)
-		}
-		seen = append(seen, c.Type)
-	}
-	return nil, fmt.Errorf("no supported channel credentials (want insecure or tls, have [%s])", strings.Join(seen, ", "))
-}
-
-func tlsCredentials(raw json.RawMessage) (credentials.TransportCredentials, error) {
-	var cfg struct {
-		CA   string `json:"ca_certificate_file"`
-		Cert string `json:"certificate_file"`
-		Key  string `json:"private_key_file"`
-	}
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &cfg); err != nil {
-			return nil, fmt.Errorf("tls channel credentials config: %w", err)
-		}
-	}
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if cfg.CA != "" {
-		pem, err := os.ReadFile(cfg.CA)
-		if err != nil {
-			return nil, fmt.Errorf("tls ca_certificate_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("tls ca_certificate_file %s: no PEM certificate", cfg.CA)
-		}
-		tc.RootCAs = pool
-	}
-	if cfg.Cert != "" || cfg.Key != "" {
-		pair, err := tls.LoadX509KeyPair(cfg.Cert, cfg.Key)
-		if err != nil {
-			return nil, fmt.Errorf("tls certificate_file/private_key_file: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{pair}
-	}
-	return credentials.NewTLS(tc), nil
+// channel_creds type: "google_default", "insecure" or "tls".
+func SupportedChannelCreds(typ string) bool {
+	_, ok := builtinCredsTypes().channel[typ]
+	return ok
 }
 
 type grpcTransport struct {
-	cc      *grpc.ClientConn
-	maxRecv int
+	cc         *grpc.ClientConn
+	maxRecv    int
+	closeCreds func() // stops the credentials' file watchers
 }
 
 var adsStreamDesc = &grpc.StreamDesc{StreamName: "StreamAggregatedResources", ClientStreams: true, ServerStreams: true}
@@ -116,7 +116,11 @@ func (t *grpcTransport) NewStream(ctx context.Context, method string) (Stream, e
 	return grpcStream{s: s, maxRecv: t.maxRecv}, nil
 }
 
-func (t *grpcTransport) Close() error { return t.cc.Close() }
+func (t *grpcTransport) Close() error {
+	err := t.cc.Close()
+	t.closeCreds()
+	return err
+}
 
 type grpcStream struct {
 	s       grpc.ClientStream

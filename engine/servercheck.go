@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// ServerChecker is an optional interface of a [TransportBuilder]: a
+// builder that can tell, without connecting, that every connection to a
+// server would fail (a credential file that cannot be read, a certificate
+// that does not match its key) implements it, and [New] then fails instead
+// of an engine whose streams all end in UNAVAILABLE. The default gRPC
+// transport implements it.
+//
+// New calls CheckServer for every entry of the bootstrap's top-level and
+// authority server lists. An error should start with the path of the field
+// inside the entry, as in
+//
+//	channel_creds[0].config.ca_certificate_file: open /etc/xds/ca.pem: no such file or directory
+//
+// New reports it after the entry's own path and a dot:
+//
+//	engine: bootstrap xds_servers[0].channel_creds[0].config.ca_certificate_file: open ...
+//
+// A joined error (errors.Join) is reported one line per error, each so
+// prefixed.
+type ServerChecker interface {
+	CheckServer(s ServerConfig) error
+}
+
+// checkServers runs the transport's ServerChecker, if it has one, over
+// every server of b, reporting all problems at once.
+func checkServers(tb TransportBuilder, b Bootstrap) error {
+	c, ok := tb.(ServerChecker)
+	if !ok {
+		return nil
+	}
+	var errs []error
+	check := func(path string, s ServerConfig) {
+		err := c.CheckServer(s)
+		if err == nil {
+			return
+		}
+		list := []error{err}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			list = j.Unwrap()
+		}
+		for _, e := range list {
+			errs = append(errs, fmt.Errorf("engine: bootstrap %s.%w", path, e))
+		}
+	}
+	for i, s := range b.Servers {
+		check(bsIndex("xds_servers", i), s)
+	}
+	for _, name := range slices.Sorted(maps.Keys(b.Authorities)) {
+		for i, s := range b.Authorities[name].Servers {
+			check(bsIndex(bsKey("authorities", name)+".xds_servers", i), s)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -139,22 +139,6 @@ func (e *Engine) setRawLocked(en *entry, raw []byte) {
 	}
 }
 
-// cachedByContent returns the entry already holding exactly raw as a valid
-// resource from channel c, or nil. Decoding is then skipped: the decoder
-// is deterministic and the validator saw the same server.
-func (e *Engine) cachedByContent(typeURL, wrapperName string, raw []byte, c *channel) *entry {
-	var en *entry
-	if wrapperName != "" {
-		_, en = e.lookupEntryLocked(typeURL, wrapperName)
-	} else {
-		en = e.byContent[contentKey{typeURL, maphash.Bytes(e.hashSeed, raw)}]
-	}
-	if en == nil || en.value == nil || en.source != c || !bytes.Equal(en.raw, raw) {
-		return nil
-	}
-	return en
-}
-
 func (e *Engine) dropValueLocked(en *entry) {
 	en.value = nil
 	en.source = nil

@@ -250,6 +250,9 @@ func badInputCases() []badCase {
 		add(badCase{name: "TP3 without resource_name",
 			errors:   []*discoverypb.ResourceError{tp3("", codes.NotFound, "x")},
 			wantNACK: []string{"resource_errors index 0: resource_name unset"}})
+		add(badCase{name: "TP3 without resource_name, b absent", omitAB: true,
+			errors:   []*discoverypb.ResourceError{tp3("", codes.NotFound, "x")},
+			wantNACK: []string{"resource_errors index 0: resource_name unset"}})
 		add(badCase{name: "TP3 with code OK",
 			errors:   []*discoverypb.ResourceError{tp3("x", codes.OK, "fine")},
 			wantNACK: []string{`resource_errors index 0, name "x": error_detail must be non-OK`}})

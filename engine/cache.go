@@ -105,6 +105,10 @@ type entry struct {
 	value   registry.Resource // nil when nothing usable is cached
 	raw     []byte            // serialized form of value
 	rawHash uint64
+	// wrapper is the name of the Resource wrapper raw came in, or "".
+	// Decoding depends on it (a type may take its name from it), so a
+	// re-sent resource is recognized only with the same wrapper.
+	wrapper string
 	source  *channel // the server value came from
 	version string
 	updated time.Time
@@ -118,22 +122,25 @@ type entry struct {
 	ambient error
 }
 
-// contentKey indexes cached resources by their bytes, so a resource
-// re-sent unchanged is recognized without decoding it.
+// contentKey indexes cached resources that came without a wrapper by
+// their bytes, so a resource re-sent unchanged is recognized without
+// decoding it. Wrapped ones are found by their wrapper's name.
 type contentKey struct {
 	typeURL string
 	hash    uint64
 }
 
-func (e *Engine) setRawLocked(en *entry, raw []byte) {
-	if en.raw != nil {
+// setRawLocked records the bytes a cached value was decoded from, and the
+// wrapper name they came with.
+func (e *Engine) setRawLocked(en *entry, raw []byte, wrapper string) {
+	if en.raw != nil && en.wrapper == "" {
 		k := contentKey{en.typ.TypeURL, en.rawHash}
 		if e.byContent[k] == en {
 			delete(e.byContent, k)
 		}
 	}
-	en.raw = raw
-	if raw != nil {
+	en.raw, en.wrapper = raw, wrapper
+	if raw != nil && wrapper == "" {
 		en.rawHash = maphash.Bytes(e.hashSeed, raw)
 		e.byContent[contentKey{en.typ.TypeURL, en.rawHash}] = en
 	}
@@ -142,12 +149,12 @@ func (e *Engine) setRawLocked(en *entry, raw []byte) {
 func (e *Engine) dropValueLocked(en *entry) {
 	en.value = nil
 	en.source = nil
-	e.setRawLocked(en, nil)
+	e.setRawLocked(en, nil, "")
 }
 
 // onValidLocked stores a valid resource and tells the watchers: the new
 // resource when it changed, or a cleared ambient error when it did not.
-func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, version string, c *channel, gate *readGate) {
+func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, wrapper string, version string, c *channel, gate *readGate) {
 	identical := en.value != nil && (bytes.Equal(en.raw, raw) || resourcesEqual(en.value, value))
 	en.version = version
 	en.updated = e.clock.Now()
@@ -156,8 +163,8 @@ func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, v
 	en.failedVersion = ""
 	en.failedAt = time.Time{}
 	en.source = c
-	if !bytes.Equal(en.raw, raw) {
-		e.setRawLocked(en, raw)
+	if !bytes.Equal(en.raw, raw) || en.wrapper != wrapper {
+		e.setRawLocked(en, raw, wrapper)
 	}
 	if identical {
 		if en.ambient != nil {

@@ -439,7 +439,7 @@ func (e *Engine) removeEntryLocked(en *entry) {
 	if len(byName) == 0 {
 		delete(a.resources, en.typ.TypeURL)
 	}
-	e.setRawLocked(en, nil)
+	e.setRawLocked(en, nil, "")
 	if len(a.resources) == 0 {
 		chans := a.channels
 		a.channels = nil

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
 	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
 	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
 )
@@ -199,4 +200,29 @@ func TestTimerDoesNotRunWhileHeld(t *testing.T) {
 			t.Fatalf("missing never timed out; pending timers %v", f.clock.PendingDurations())
 		}
 	}
+}
+
+// TestNamelessCopyOfWrappedResource: bytes cached under a Resource
+// wrapper's name do not lend that name to the same bytes sent bare. The
+// bare copy has no name, so it is NACKed as such and, in an LDS/CDS-like
+// response, deletes nothing by absence (found by FuzzResponse).
+func TestNamelessCopyOfWrappedResource(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	wa, _ := f.watch(required, "a")
+	wb, _ := f.watch(required, "b")
+	st := f.servers[0].WaitStream(t)
+	recvNames(t, st, required, "a", "b")
+	nameless := res(required, "", "v", "1")
+	st.SendT(t, resp(required, "1", scriptedads.Wrap("a", nameless), res(required, "b")))
+	wa.NextChanged(t)
+	wb.NextChanged(t)
+	st.RecvT(t)
+
+	n := st.SendT(t, resp(required, "2", scriptedads.Wrap("a", nameless), nameless))
+	req := st.RecvT(t)
+	if req.GetResponseNonce() != n || !strings.Contains(req.GetErrorDetail().GetMessage(), "resource index 1: no name") {
+		t.Fatalf("answer %v, want a NACK of the nameless resource", req)
+	}
+	checkDump(t, f.eng, required, "b", adminpb.ClientResourceStatus_ACKED, true)
+	wb.ExpectNone(t, 20*time.Millisecond)
 }

@@ -92,7 +92,8 @@ func truncateUTF8(s string, n int) string {
 // decodedResource is what the decode stage learned of one resource of a
 // response.
 type decodedResource struct {
-	name  string // as sent; "" when it could not be learned
+	wrapper string // the Resource wrapper's name, or ""
+	name    string // as sent; "" when it could not be learned
 	key   string // the cache key of name, when name resolves
 	value registry.Resource
 	raw   []byte
@@ -108,13 +109,12 @@ type decodedResource struct {
 func (c *channel) decodeResponse(typ registry.ResourceType, resp *discoverypb.DiscoveryResponse) []decodedResource {
 	e := c.e
 	out := make([]decodedResource, len(resp.GetResources()))
-	wrappers := make([]string, len(out))
 	for i, res := range resp.GetResources() {
 		d := &out[i]
-		d.name, d.raw, d.err = unwrapResource(typ, res)
-		wrappers[i] = d.name
+		d.wrapper, d.raw, d.err = unwrapResource(typ, res)
+		d.name = d.wrapper
 	}
-	cached := c.cachedValues(typ.TypeURL, out, wrappers)
+	cached := c.cachedValues(typ.TypeURL, out)
 	for i := range out {
 		d := &out[i]
 		if d.err != nil {
@@ -123,7 +123,7 @@ func (c *channel) decodeResponse(typ registry.ResourceType, resp *discoverypb.Di
 		if en := cached[i]; en.value != nil {
 			d.name, d.value = en.name, en.value
 		} else {
-			d.name, d.value, d.err = c.decodeResource(typ, wrappers[i], d.raw)
+			d.name, d.value, d.err = c.decodeResource(typ, d.wrapper, d.raw)
 		}
 		if d.name != "" {
 			_, d.key, d.nerr = e.resolveName(typ.TypeURL, d.name)
@@ -164,15 +164,15 @@ type cachedHit struct {
 }
 
 // cachedValues finds, for each resource of a response, the resource
-// cached from this server with exactly its bytes: by the wrapper's name,
-// or else by the bytes' hash. Decoding them again would give the same
-// value: the decoder is deterministic and the validator saw the same
-// server.
-func (c *channel) cachedValues(typeURL string, res []decodedResource, wrappers []string) []cachedHit {
+// cached from this server with exactly its bytes and wrapper name: by the
+// wrapper's name, or else by the bytes' hash. Decoding them again would
+// give the same value: the decoder is deterministic, it sees the same
+// bytes and wrapper name, and the validator saw the same server.
+func (c *channel) cachedValues(typeURL string, res []decodedResource) []cachedHit {
 	e := c.e
 	hashes := make([]uint64, len(res))
 	for i := range res {
-		if res[i].err == nil && wrappers[i] == "" {
+		if res[i].err == nil && res[i].wrapper == "" {
 			hashes[i] = maphash.Bytes(e.hashSeed, res[i].raw)
 		}
 	}
@@ -184,12 +184,12 @@ func (c *channel) cachedValues(typeURL string, res []decodedResource, wrappers [
 			continue
 		}
 		var en *entry
-		if wrappers[i] != "" {
-			_, en = e.lookupEntryLocked(typeURL, wrappers[i])
+		if w := res[i].wrapper; w != "" {
+			_, en = e.lookupEntryLocked(typeURL, w)
 		} else {
 			en = e.byContent[contentKey{typeURL, hashes[i]}]
 		}
-		if en != nil && en.value != nil && en.source == c && bytes.Equal(en.raw, res[i].raw) {
+		if en != nil && en.value != nil && en.source == c && en.wrapper == res[i].wrapper && bytes.Equal(en.raw, res[i].raw) {
 			hits[i] = cachedHit{name: en.name, value: en.value}
 		}
 	}
@@ -287,7 +287,7 @@ func (c *channel) applyResourceLocked(s *adsStream, typ registry.ResourceType, i
 	}
 	t.valid++
 	if en != nil {
-		e.onValidLocked(en, d.value, d.raw, version, c, gate)
+		e.onValidLocked(en, d.value, d.raw, d.wrapper, version, c, gate)
 	}
 }
 
@@ -303,6 +303,9 @@ func (c *channel) applyResourceErrorLocked(s *adsStream, typeURL string, i int, 
 	code := codes.Code(re.GetErrorDetail().GetCode())
 	switch {
 	case name == "":
+		// An error for a resource that is not named could be for any:
+		// as for a nameless resource, nothing is deleted by absence.
+		t.nameless = true
 		t.fail("resource_errors index %d: resource_name unset", i)
 		return
 	case code == codes.OK:

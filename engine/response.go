@@ -94,11 +94,11 @@ func truncateUTF8(s string, n int) string {
 type decodedResource struct {
 	wrapper string // the Resource wrapper's name, or ""
 	name    string // as sent; "" when it could not be learned
-	key   string // the cache key of name, when name resolves
-	value registry.Resource
-	raw   []byte
-	err   error  // why the resource is invalid
-	nerr  *Error // why name does not resolve
+	key     string // the cache key of name, when name resolves
+	value   registry.Resource
+	raw     []byte
+	err     error  // why the resource is invalid
+	nerr    *Error // why name does not resolve
 }
 
 // decodeResponse is the first stage of a response: it unwraps, checks

@@ -102,15 +102,8 @@ func (env *fuzzEnv) response(t *testing.T, b []byte) {
 	respType := resp.GetTypeUrl()
 	nameless := false
 	if !unreadable && (respType == thing || respType == required) {
-		named := wrappedValues(respType, resp.GetResources())
 		for _, r := range resp.GetResources() {
-			unnamed, value := unnamedResource(respType, r)
-			if unnamed && knownBugNameFromContentCache && named[string(value)] {
-				// The engine takes the name of the wrapper whose
-				// resource has these bytes: see the bug's description.
-				continue
-			}
-			nameless = nameless || unnamed
+			nameless = nameless || unnamedResource(respType, r)
 		}
 	}
 	for _, typeURL := range []string{thing, required} {
@@ -153,64 +146,38 @@ func (env *fuzzEnv) response(t *testing.T, b []byte) {
 	env.reset(t)
 }
 
-// knownBugNameFromContentCache relaxes the deletion check for one class
-// of input, to keep fuzzing the rest: a resource without a name of its
-// own whose bytes are those of a resource named only by its Resource
-// wrapper (earlier in the response, or cached earlier). The engine's
-// cachedByContent finds the cached entry by the bytes alone and returns
-// the wrapper's name, where decoding would fail with "no name": the
-// nameless resource is counted as a duplicate (or a re-send) of the
-// wrapped one, the response as fully named, and LDS/CDS resources missing
-// from it are deleted. testdata/fuzz/FuzzResponse/name-from-content-cache
-// is such an input. Set to false once the engine is fixed.
-const knownBugNameFromContentCache = true
-
 // unnamedResource reports whether a resource of a response of type
 // typeURL carries no name the engine could learn from it: a wrapper that
 // does not parse or names nothing and holds nothing; a resource (in a
 // nameless wrapper or none) of another type; or a test resource that does
 // not parse or has no "name". It mirrors what the protocol allows a client
 // to know, not the engine's code: when in doubt it says named, so that the
-// deletion check never fires on a guess. value is the resource's bytes,
-// without the wrapper.
-func unnamedResource(typeURL string, r *anypb.Any) (unnamed bool, value []byte) {
+// deletion check never fires on a guess. A bare resource whose bytes are
+// also sent, or cached, inside a named wrapper is still nameless: the
+// name is the wrapper's, not the bytes' (testdata/fuzz/FuzzResponse/
+// name-from-content-cache, a bug this target found).
+func unnamedResource(typeURL string, r *anypb.Any) bool {
 	inner := r
 	if r.GetTypeUrl() == resourceWrapperURL {
 		w := &discoverypb.Resource{}
 		if proto.Unmarshal(r.GetValue(), w) != nil {
-			return true, nil
+			return true
 		}
 		if w.GetName() != "" || w.GetResourceName().GetName() != "" {
-			return false, nil
+			return false
 		}
 		if inner = w.GetResource(); inner == nil {
-			return true, nil
+			return true
 		}
 	}
 	if inner.GetTypeUrl() != typeURL {
-		return true, nil
+		return true
 	}
 	s := &structpb.Struct{}
 	if proto.Unmarshal(inner.GetValue(), s) != nil {
-		return true, inner.GetValue()
+		return true
 	}
-	return s.GetFields()["name"].GetStringValue() == "", inner.GetValue()
+	return s.GetFields()["name"].GetStringValue() == ""
 }
 
 const resourceWrapperURL = "type.googleapis.com/envoy.service.discovery.v3.Resource"
-
-// wrappedValues are the bytes of the resources of typeURL that a Resource
-// wrapper names (see knownBugNameFromContentCache).
-func wrappedValues(typeURL string, resources []*anypb.Any) map[string]bool {
-	out := map[string]bool{}
-	for _, r := range resources {
-		w := &discoverypb.Resource{}
-		if r.GetTypeUrl() != resourceWrapperURL || proto.Unmarshal(r.GetValue(), w) != nil {
-			continue
-		}
-		if (w.GetName() != "" || w.GetResourceName().GetName() != "") && w.GetResource().GetTypeUrl() == typeURL {
-			out[string(w.GetResource().GetValue())] = true
-		}
-	}
-	return out
-}

@@ -41,7 +41,10 @@ type adsStream struct {
 	// the stream is held: nothing more is read, so its does-not-exist
 	// timers must not run down (A27: the timer stops on receipt, and the
 	// next resources may be waiting, unread, behind the held one).
-	holding   bool
+	// hold is the gate of the response being delivered, nil between
+	// responses; the hold ends when the gate opens, whenever this
+	// goroutine gets round to noticing.
+	hold      *readGate
 	holdStart time.Time
 	heldSum   time.Duration // earlier holds
 	// deferred are timers that expired during a hold.
@@ -322,7 +325,7 @@ func (s *adsStream) onTimer(typeURL, name string, sub *subscription) {
 		return
 	}
 	sub.timerStop = nil
-	if s.holding {
+	if s.hold != nil && !s.hold.isOpen() {
 		s.deferred = append(s.deferred, deferredTimer{typeURL, name, sub})
 		return
 	}
@@ -347,27 +350,31 @@ func (s *adsStream) expireOrExtendLocked(typeURL, name string, sub *subscription
 
 // heldLocked is the total time the stream has been held so far.
 func (s *adsStream) heldLocked() time.Duration {
-	if s.holding {
-		return s.heldSum + s.c.e.clock.Now().Sub(s.holdStart)
+	if s.hold == nil {
+		return s.heldSum
 	}
-	return s.heldSum
+	end, open := s.hold.openedAt()
+	if !open {
+		end = s.c.e.clock.Now()
+	}
+	return s.heldSum + end.Sub(s.holdStart)
 }
 
-func (s *adsStream) holdLocked() {
-	if !s.holding {
-		s.holding = true
-		s.holdStart = s.c.e.clock.Now()
-	}
+// holdLocked starts a hold, from the receipt of a response until its gate
+// opens.
+func (s *adsStream) holdLocked(g *readGate) {
+	s.hold = g
+	s.holdStart = s.c.e.clock.Now()
 }
 
-// unholdLocked ends a hold; timers that expired during it get the time
-// it took back.
+// unholdLocked ends a hold whose gate has opened; timers that expired
+// during it get the time it took back.
 func (s *adsStream) unholdLocked() {
-	if !s.holding {
+	if s.hold == nil {
 		return
 	}
-	s.heldSum += s.c.e.clock.Now().Sub(s.holdStart)
-	s.holding = false
+	s.heldSum = s.heldLocked()
+	s.hold = nil
 	deferred := s.deferred
 	s.deferred = nil
 	for _, d := range deferred {
@@ -412,12 +419,13 @@ func (s *adsStream) recvLoop() {
 			e.mu.Unlock()
 			return
 		}
+		gate := newReadGate(e.clock)
 		e.mu.Lock()
 		if s.ended {
 			e.mu.Unlock()
 			return
 		}
-		s.holdLocked()
+		s.holdLocked(gate)
 		e.mu.Unlock()
 		resp := &discoverypb.DiscoveryResponse{}
 		perr := proto.Unmarshal(b, resp)
@@ -430,7 +438,6 @@ func (s *adsStream) recvLoop() {
 		if perr == nil && known {
 			decoded = s.c.decodeResponse(typ, resp)
 		}
-		gate := newReadGate()
 		e.mu.Lock()
 		if s.ended {
 			e.mu.Unlock()

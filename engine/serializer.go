@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // serializer runs callbacks one at a time, in the order they were
@@ -128,6 +129,10 @@ type readGate struct {
 	pending atomic.Int64
 	open    chan struct{}
 	once    sync.Once
+	clock   Clock
+	// opened is when the gate opened: written before open is closed,
+	// read only after.
+	opened time.Time
 	// notes are added under the engine's lock before arm, and only read
 	// after it.
 	notes []*pendingDone
@@ -151,8 +156,8 @@ func (p *pendingDone) release() {
 // newReadGate returns a gate holding one token of its own, released by
 // arm once every notification of the response has been scheduled, so that
 // early done calls cannot open the gate while more are being added.
-func newReadGate() *readGate {
-	g := &readGate{open: make(chan struct{})}
+func newReadGate(clock Clock) *readGate {
+	g := &readGate{open: make(chan struct{}), clock: clock}
 	g.pending.Store(1)
 	return g
 }
@@ -167,8 +172,28 @@ func (g *readGate) add(en *entry) func() {
 
 func (g *readGate) release() {
 	if g.pending.Add(-1) == 0 {
-		g.once.Do(func() { close(g.open) })
+		g.once.Do(func() {
+			g.opened = g.clock.Now()
+			close(g.open)
+		})
 	}
+}
+
+func (g *readGate) isOpen() bool {
+	select {
+	case <-g.open:
+		return true
+	default:
+		return false
+	}
+}
+
+// openedAt returns when the gate opened, if it has.
+func (g *readGate) openedAt() (time.Time, bool) {
+	if !g.isOpen() {
+		return time.Time{}, false
+	}
+	return g.opened, true
 }
 
 // arm releases the gate's own token.

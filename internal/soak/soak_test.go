@@ -235,10 +235,13 @@ type harness struct {
 	// [1] inside a callback; replacedGraphs likewise.
 	replaced, replacedGraphs [2]atomic.Int64
 
-	heapMu      sync.Mutex
-	heapSamples []uint64 // HeapInuse after GC, during the faults
-	steadyHeap  []uint64 // HeapInuse after GC, each time the engine caught up
-	goroutines  int      // the most seen during the run
+	started time.Time
+
+	heapMu       sync.Mutex
+	lastProgress time.Time // of the last progress line in the long mode
+	heapSamples  []uint64  // HeapInuse after GC, during the faults
+	steadyHeap   []uint64  // HeapInuse after GC, each time the engine caught up
+	goroutines   int       // the most seen during the run
 
 	closeOnce sync.Once
 }
@@ -247,9 +250,12 @@ func newHarness(t *testing.T, cfg soakConfig) *harness {
 	h := &harness{
 		t:       t,
 		cfg:     cfg,
-		reg:     builtin.Registry(),
-		checker: newChecker(),
-		world:   &world{published: make(map[*server]int)},
+		started: time.Now(),
+		// The first progress line comes five minutes in.
+		lastProgress: time.Now(),
+		reg:          builtin.Registry(),
+		checker:      newChecker(),
+		world:        &world{published: make(map[*server]int)},
 	}
 	h.logs = newLogCounter(cfg.verbose, t.Logf)
 	for _, s := range []struct {
@@ -500,16 +506,10 @@ func (h *harness) replaceGraph(old *graphWatch, inside bool) {
 }
 
 // sample records the heap and the goroutine count now and then until
-// stop.
+// stop, and in the long mode logs the progress every five minutes.
 func (h *harness) sample(t *testing.T, stop <-chan struct{}) {
 	// About twenty samples a run, at most one every 30 s.
 	every := min(max(h.cfg.duration/20, time.Second), 30*time.Second)
-	progress := time.Duration(0)
-	if h.cfg.long {
-		progress = 5 * time.Minute
-	}
-	start := time.Now()
-	lastProgress := start
 	for {
 		select {
 		case <-stop:
@@ -517,14 +517,16 @@ func (h *harness) sample(t *testing.T, stop <-chan struct{}) {
 		case <-time.After(every):
 		}
 		h.sampleHeap()
-		if n := runtime.NumGoroutine(); n > h.goroutines {
-			h.heapMu.Lock()
-			h.goroutines = n
-			h.heapMu.Unlock()
+		h.heapMu.Lock()
+		h.goroutines = max(h.goroutines, runtime.NumGoroutine())
+		progress := h.cfg.long && time.Since(h.lastProgress) >= 5*time.Minute
+		if progress {
+			h.lastProgress = time.Now()
 		}
-		if progress > 0 && time.Since(lastProgress) >= progress {
-			lastProgress = time.Now()
-			t.Logf("%v: faults %s; heap samples (MiB) %s; engine: %s", time.Since(start).Round(time.Second),
+		h.heapMu.Unlock()
+		if progress {
+			// Seen as it happens with go test -v.
+			t.Logf("%v: faults %s; heap (MiB) %s; engine: %s", time.Since(h.started).Round(time.Second),
 				h.inj.report(), h.heapSummary(), h.logs.summary())
 		}
 	}

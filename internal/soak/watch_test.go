@@ -25,10 +25,15 @@ import (
 type protoer interface{ Proto() proto.Message }
 
 // checker watches the watcher contract for one engine, across all its
-// watchers: callbacks never overlap, every error is an *engine.Error
-// with a non-OK code, exactly one of resource and error is set, nothing
-// is called after Close. Violations are collected and reported at the
-// end, since they happen on the engine's goroutines.
+// watchers: resource callbacks never overlap (nor those of one graph);
+// every error is an *engine.Error with a non-OK code, about the watched
+// resource; exactly one of resource and error is set, and the resource is
+// the watched one; nothing is called after Close, nor after a cancel made
+// inside a callback; and, as no server of the soak has
+// fail_on_data_errors, a resource once delivered is never taken back by
+// an error, and an ambient error only ever follows a resource (A88).
+// Violations are collected and reported at the end of each round, since
+// they happen on the engine's goroutines.
 type checker struct {
 	running atomic.Int32 // resource watcher callbacks running now
 	calls   atomic.Int64

@@ -234,6 +234,7 @@ type harness struct {
 	// replaced counts replaced watches, [0] from the churn's goroutine,
 	// [1] inside a callback; replacedGraphs likewise.
 	replaced, replacedGraphs [2]atomic.Int64
+	resets                   atomic.Int64 // resetAll calls
 
 	started time.Time
 
@@ -408,13 +409,17 @@ func (h *harness) drive(stop <-chan struct{}, rng *rand.Rand) {
 // at once (or the same error), and the engine must not keep anything of
 // the old one. The cancel and the new watch happen from another goroutine
 // or, a third of the time, inside the old watcher's next callback, which
-// the engine allows.
+// the engine allows. Now and then every watch is replaced at once.
 func (h *harness) churn(stop <-chan struct{}, rng *rand.Rand) {
 	for {
 		select {
 		case <-stop:
 			return
 		case <-time.After(100*time.Millisecond + time.Duration(rng.Int64N(int64(600*time.Millisecond)))):
+		}
+		if rng.IntN(40) == 0 {
+			h.resetAll(time.Duration(rng.Int64N(int64(300 * time.Millisecond))))
+			continue
 		}
 		inside := rng.IntN(3) == 0
 		h.mu.Lock()
@@ -454,6 +459,38 @@ func (h *harness) churn(stop <-chan struct{}, rng *rand.Rand) {
 			old.stop()
 			w.start(h.eng)
 		}
+	}
+}
+
+// resetAll cancels every watch and graph and, after pause, starts them
+// anew. With nothing watched, the engine gives up its channels (and their
+// gRPC connections); the new watches make new ones, on servers that may
+// be down at the time.
+func (h *harness) resetAll(pause time.Duration) {
+	h.mu.Lock()
+	oldW, oldG := h.watches, h.graphs
+	h.watches, h.graphs = nil, nil
+	for _, w := range oldW {
+		h.watches = append(h.watches, &resWatch{ref: w.ref, c: h.checker})
+	}
+	for _, g := range oldG {
+		h.graphs = append(h.graphs, &graphWatch{root: g.root, c: h.checker})
+	}
+	newW, newG := h.watches, h.graphs
+	h.mu.Unlock()
+	h.resets.Add(1)
+	for _, g := range oldG {
+		g.stop()
+	}
+	for _, w := range oldW {
+		w.stop()
+	}
+	time.Sleep(pause)
+	for _, w := range newW {
+		w.start(h.eng)
+	}
+	for _, g := range newG {
+		h.startGraph(g)
 	}
 }
 
@@ -653,8 +690,9 @@ func (h *harness) report(t *testing.T, faultTime time.Duration, quiesce []time.D
 	t.Logf("updates published: %s", published)
 	t.Logf("updates delivered: %d resources to %d resource watchers, %d graphs to %d graph watchers",
 		h.checker.resources.Load(), nw, h.checker.graphs.Load(), ng)
-	t.Logf("watches replaced: %d resource watches (%d inside a callback), %d graph watches (%d inside a callback)",
-		h.replaced[0].Load()+h.replaced[1].Load(), h.replaced[1].Load(), h.replacedGraphs[0].Load()+h.replacedGraphs[1].Load(), h.replacedGraphs[1].Load())
+	t.Logf("watches replaced: %d resource watches (%d inside a callback), %d graph watches (%d inside a callback); all replaced at once %d times",
+		h.replaced[0].Load()+h.replaced[1].Load(), h.replaced[1].Load(), h.replacedGraphs[0].Load()+h.replacedGraphs[1].Load(), h.replacedGraphs[1].Load(),
+		h.resets.Load())
 	t.Logf("reconnects: streams opened: primary %d, fallback %d; engine: %d stream restarts after responses, %d server failures",
 		p.StreamsOpened, f.StreamsOpened, lc["xDS stream closed after responses; reconnecting"], lc["xDS server unreachable"])
 	t.Logf("fallbacks: %d (engine log \"xDS fallback\"), %d returns to the primary (\"xDS fallback ended: primary is back\"); fallback server streams %d",

@@ -289,10 +289,14 @@ func newHarness(t *testing.T, cfg soakConfig) *harness {
 		logf:    h.logs.eventf,
 	}
 
+	// The fallback drops cached resources on data errors and makes its
+	// does-not-exist timer a transient error (A88), so that those paths
+	// run too; the primary keeps A88's defaults.
 	servers := []engine.ServerConfig{
 		engine.InsecureServer(h.servers[0].proxy.Addr()),
-		engine.InsecureServer(h.servers[1].proxy.Addr()),
+		engine.InsecureServer(h.servers[1].proxy.Addr(), features.NameFailOnDataErrors, features.NameResourceTimerIsTransientError),
 	}
+	h.checker.dropServer = servers[1].URI
 	e, err := engine.New(engine.Config{
 		Bootstrap: engine.Bootstrap{
 			Servers: servers,
@@ -700,7 +704,8 @@ func (h *harness) report(t *testing.T, faultTime time.Duration, quiesce []time.D
 	t.Logf("NACKs seen by the servers: primary %d, fallback %d (engine log \"xDS response NACKed\": %d); TP3 errors sent: primary %d, fallback %d",
 		p.NACKs, f.NACKs, lc["xDS response NACKed"], p.ResourceErrors, f.ResourceErrors)
 	t.Logf("responses: primary %d, fallback %d; requests: primary %d, fallback %d", p.Responses, f.Responses, p.Requests, f.Requests)
-	t.Logf("errors seen by watchers (kind code=count): %s", h.checker.errorCounts())
+	t.Logf("errors seen by watchers (kind code=count): %s; resources in use taken back by the fallback's fail_on_data_errors: %d",
+		h.checker.errorCounts(), h.checker.drops.Load())
 	t.Logf("engine logs at INFO and above: %s", h.logs.summary())
 	t.Logf("heap in use after GC (MiB): %s; most goroutines seen %d", h.heapSummary(), h.goroutines)
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/types/eds"
@@ -29,9 +30,9 @@ type protoer interface{ Proto() proto.Message }
 // every error is an *engine.Error with a non-OK code, about the watched
 // resource; exactly one of resource and error is set, and the resource is
 // the watched one; nothing is called after Close, nor after a cancel made
-// inside a callback; and, as no server of the soak has
-// fail_on_data_errors, a resource once delivered is never taken back by
-// an error, and an ambient error only ever follows a resource (A88).
+// inside a callback; a resource in use is taken back by an error only if
+// it is a data error from the server with fail_on_data_errors, and an
+// ambient error comes only while a resource is in use (A88).
 // Violations are collected and reported at the end of each round, since
 // they happen on the engine's goroutines.
 type checker struct {
@@ -42,9 +43,13 @@ type checker struct {
 	// Counts for the report.
 	resources atomic.Int64 // OnResourceChanged with a resource
 	graphs    atomic.Int64 // graph snapshots
+	drops     atomic.Int64 // resources in use taken back (fail_on_data_errors)
 	// Held dones: a few watchers call done late, from another goroutine,
 	// so that flow control is exercised while other streams go on.
 	heldDones sync.WaitGroup
+	// dropServer is the URI of the server with fail_on_data_errors: its
+	// data errors may take a resource back from a watcher.
+	dropServer string
 
 	mu         sync.Mutex
 	violations []string
@@ -145,9 +150,9 @@ type resWatch struct {
 	ambient error
 	updates int
 	cancel  func()
-	// had: a resource was delivered. Callbacks are serialized, so only
-	// they touch it.
-	had bool
+	// inUse: the last OnResourceChanged delivered a resource, which the
+	// watcher uses. Callbacks are serialized, so only they touch it.
+	inUse bool
 }
 
 func (w *resWatch) String() string {
@@ -169,14 +174,20 @@ func (w *resWatch) changed(r protoer, isNil bool, err error, done func()) {
 	case err != nil:
 		w.c.checkErr(w.String()+" OnResourceChanged", err)
 		w.checkErrRef(err)
-		if w.had {
-			// A88: an error stops the use of a resource only where the
-			// server's features say so (fail_on_data_errors), which no
-			// server of the soak has; otherwise it is ambient.
-			w.c.violate("%s: OnResourceChanged error after a resource, without fail_on_data_errors: %v", w, err)
+		if e, ok := err.(*engine.Error); ok && w.inUse {
+			if e.Class() == features.DataError && e.ServerURI == w.c.dropServer {
+				w.c.drops.Add(1)
+			} else {
+				// A88: an error stops the use of a resource only if it
+				// is a data error from a server whose features say so
+				// (fail_on_data_errors: the fallback); otherwise it is
+				// ambient.
+				w.c.violate("%s: OnResourceChanged error while a resource is in use: %v", w, err)
+			}
 		}
+		w.inUse = false
 	default:
-		w.had = true
+		w.inUse = true
 		w.c.resources.Add(1)
 		if n := nameOf(r); n != w.ref.Name {
 			w.c.violate("%s: got resource %q", w, n)
@@ -207,9 +218,9 @@ func (w *resWatch) ambientErr(err error, done func()) {
 		w.c.checkErr(w.String()+" OnAmbientError", err)
 		w.checkErrRef(err)
 	}
-	if !w.had {
+	if !w.inUse {
 		// An ambient error says: keep using the resource you have.
-		w.c.violate("%s: OnAmbientError(%v) before any resource", w, err)
+		w.c.violate("%s: OnAmbientError(%v) with no resource in use", w, err)
 	}
 	w.mu.Lock()
 	w.ambient = err

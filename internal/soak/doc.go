@@ -3,10 +3,13 @@
 // proxy the test controls, resources of every built-in type that change
 // all the time, and faults at random — servers stopped and restarted,
 // connections cut, stalled and slowed, invalid resources the engine must
-// NACK, xRFC TP3 errors, responses over Config.MaxResponseBytes. At the
-// end the faults stop, a final state is published on both servers, and
-// every watcher must end with it; no goroutine may be left and the heap
-// must stay bounded. Throughout, the watcher contract is checked.
+// NACK, xRFC TP3 errors, responses over Config.MaxResponseBytes, deleted
+// listeners and clusters — while watches are cancelled and replaced. The
+// faults come in rounds; after each, with nothing new published, every
+// watcher must catch up with the primary's current state. At the end a
+// final state is published on both servers and every watcher must end
+// with it; no goroutine may be left and the heap must stay bounded.
+// Throughout, the watcher contract is checked.
 //
 // The package has no code of its own, only the test.
 //

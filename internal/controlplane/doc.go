@@ -49,6 +49,10 @@
 //   - Wrapped resources carry no TTL. go-control-plane only wraps resources
 //     that have a TTL; the harness gives wrapped resources one to get the
 //     wrapper and removes it from the response before it is sent.
+//   - xRFC TP3 errors: go-control-plane has no resource_errors; with
+//     [Server.SetResourceErrors] the harness sends them in place of the
+//     resources they name, through the cache, so that each response is
+//     consistent.
 //   - Legacy wildcard is off (sotw.DeactivateLegacyWildcard), as gRPC
 //     clients expect: an empty resource_names list subscribes to nothing.
 //
@@ -60,6 +64,8 @@
 // [Server.StreamRequests], [Server.Responses], [Server.OpenStreams] and the
 // Wait methods build on the same records. WaitForRequest also matches
 // requests that arrived before it was called, so tests need no sleeps.
+// Long-running tests set [Options.CountOnly] and read [Server.Counts]
+// instead, so that the records do not grow without bound.
 //
 // # Down and up
 //

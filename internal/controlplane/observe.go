@@ -22,6 +22,22 @@ type observations struct {
 	responses []*discoverypb.DiscoveryResponse
 	open      int
 	opened    int
+	// countOnly keeps counts instead of messages (Options.CountOnly).
+	countOnly bool
+	counts    Counts
+}
+
+// Counts are running totals of what a server saw, kept in every mode (see
+// Options.CountOnly).
+type Counts struct {
+	// Requests is the number of SotW ADS requests received, NACKs the
+	// number of those that carried error_detail.
+	Requests, NACKs int
+	// Responses is the number of responses sent; ResourceErrors the number
+	// of xRFC TP3 resource_errors entries they carried.
+	Responses, ResourceErrors int
+	// StreamsOpened is the number of SotW ADS streams opened since Start.
+	StreamsOpened int
 }
 
 func (o *observations) init() { o.changed = make(chan struct{}) }
@@ -46,7 +62,9 @@ func (o *observations) intercept(srv any, ss grpc.ServerStream, info *grpc.Strea
 	}
 	o.mu.Lock()
 	idx := len(o.streams)
-	o.streams = append(o.streams, nil)
+	if !o.countOnly {
+		o.streams = append(o.streams, nil)
+	}
 	o.mu.Unlock()
 	return handler(srv, &recordingStream{ServerStream: ss, o: o, idx: idx})
 }
@@ -60,7 +78,11 @@ type recordingStream struct {
 func (r *recordingStream) RecvMsg(m any) error {
 	err := r.ServerStream.RecvMsg(m)
 	if req, ok := m.(*discoverypb.DiscoveryRequest); ok && err == nil {
-		r.o.recordRequest(r.idx, proto.Clone(req).(*discoverypb.DiscoveryRequest))
+		if r.o.countOnly {
+			r.o.countRequest(req)
+		} else {
+			r.o.recordRequest(r.idx, proto.Clone(req).(*discoverypb.DiscoveryRequest))
+		}
 	}
 	return err
 }
@@ -68,15 +90,37 @@ func (r *recordingStream) RecvMsg(m any) error {
 func (o *observations) recordRequest(stream int, req *discoverypb.DiscoveryRequest) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.countRequestLocked(req)
 	o.requests = append(o.requests, req)
 	o.streams[stream] = append(o.streams[stream], req)
 	o.notify()
 }
 
+// countRequest counts a request without keeping it (CountOnly). Waiters
+// are not woken: nothing they look at changed.
+func (o *observations) countRequest(req *discoverypb.DiscoveryRequest) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.countRequestLocked(req)
+}
+
+func (o *observations) countRequestLocked(req *discoverypb.DiscoveryRequest) {
+	o.counts.Requests++
+	if req.GetErrorDetail() != nil {
+		o.counts.NACKs++
+	}
+}
+
+// recordResponse counts resp and, unless CountOnly, keeps a copy of it.
 func (o *observations) recordResponse(resp *discoverypb.DiscoveryResponse) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.responses = append(o.responses, resp)
+	o.counts.Responses++
+	o.counts.ResourceErrors += len(resp.GetResourceErrors())
+	if o.countOnly {
+		return
+	}
+	o.responses = append(o.responses, proto.Clone(resp).(*discoverypb.DiscoveryResponse))
 	o.notify()
 }
 
@@ -85,6 +129,7 @@ func (o *observations) streamOpened() {
 	defer o.mu.Unlock()
 	o.open++
 	o.opened++
+	o.counts.StreamsOpened++
 	o.notify()
 }
 
@@ -166,6 +211,13 @@ func (s *Server) WaitForRequest(ctx context.Context, pred func(*discoverypb.Disc
 			return nil, fmt.Errorf("mgmt %s: no matching request among %d: %w", s.name, next, ctx.Err())
 		}
 	}
+}
+
+// Counts returns the running totals, in every mode.
+func (s *Server) Counts() Counts {
+	s.obs.mu.Lock()
+	defer s.obs.mu.Unlock()
+	return s.obs.counts
 }
 
 // OpenStreams returns the number of SotW ADS streams currently open.

@@ -67,9 +67,20 @@ func typeURLOf(msg proto.Message) string {
 // envoy.service.discovery.v3.Resource wrapper only for resources that have a
 // TTL (cache.go, marshalTTLResource), so a TTL is the switch that turns
 // wrapping on. Its value never reaches a client: the server strips it again
-// before sending (see stripTTL). The plain SnapshotCache sends no
+// before sending (see unwrapHarness). The plain SnapshotCache sends no
 // heartbeats, so the value has no other effect.
 const wrapTTL = time.Hour
+
+// errorTTL marks the placeholder resources by which SetResourceErrors
+// passes xRFC TP3 errors through go-control-plane, which knows nothing of
+// them: a google.rpc.Status "resource" with the errored resource's name,
+// wrapped (hence a TTL), whose TTL is this value, which no resource of
+// the harness has. The response callback turns each into a
+// resource_errors entry (unwrapHarness). Going through the cache, an
+// error is sent exactly when the resource would have been: to the
+// streams that subscribe to it, once per version, and never in the same
+// response as the resource.
+const errorTTL = wrapTTL + time.Second
 
 // named gives a message the name that go-control-plane copies into the
 // wrapper's name field: its TTL path takes the name from GetName

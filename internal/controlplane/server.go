@@ -5,15 +5,19 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/server/sotw/v3"
 	server "github.com/envoyproxy/go-control-plane/pkg/server/v3"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
@@ -30,6 +34,12 @@ type Options struct {
 	// Logf, when set, receives a line when the server starts, stops and
 	// restarts (tests pass t.Logf).
 	Logf func(format string, args ...any)
+	// CountOnly makes the server count requests and responses instead of
+	// keeping them, so that its memory does not grow with the length of
+	// a long-running test (a soak). [Server.Counts] and the stream counts
+	// work as always; Requests, StreamRequests, NACKs and Responses
+	// return nothing, and WaitForRequest matches nothing.
+	CountOnly bool
 }
 
 // Server is a go-control-plane ADS management server on 127.0.0.1.
@@ -53,6 +63,10 @@ type Server struct {
 	setMu   sync.Mutex
 	version int
 	snap    *snapshot // nil before the first Set or Update
+	// resourceErrors are the xRFC TP3 errors served instead of resources,
+	// by type URL and name (SetResourceErrors); publish puts them in
+	// every snapshot. Guarded by setMu.
+	resourceErrors map[string]map[string]*rpcstatus.Status
 
 	obs observations
 }
@@ -89,6 +103,7 @@ func Start(opts Options) (*Server, error) {
 		serveDone: make(chan struct{}),
 	}
 	s.obs.init()
+	s.obs.countOnly = opts.CountOnly
 
 	// ads=false: with ads=true the SnapshotCache withholds a response
 	// unless the request names every resource of the type, and gRPC
@@ -114,12 +129,13 @@ func Start(opts Options) (*Server, error) {
 		},
 		StreamResponseFunc: func(_ context.Context, id int64, _ *discoverypb.DiscoveryRequest, resp *discoverypb.DiscoveryResponse) {
 			// The server sends this very message after the callback
-			// returns (sotw/v3/server.go send), so stripTTL edits the
-			// wire response. Should that ever change, clients would see
-			// the TTL, not lose the wrapper.
-			stripTTL(resp)
+			// returns (sotw/v3/server.go send), so unwrapHarness edits
+			// the wire response. Should that ever change, clients would
+			// see the TTL, not lose the wrapper, and tests of resource
+			// errors would fail, not pass.
+			unwrapHarness(resp)
 			s.park.onResponse(id, resp)
-			s.obs.recordResponse(proto.Clone(resp).(*discoverypb.DiscoveryResponse))
+			s.obs.recordResponse(resp)
 		},
 	}
 	// DeactivateLegacyWildcard: gRPC clients never mean "everything" by an
@@ -211,15 +227,90 @@ func (s *Server) Update(typeURL string, resources ...Resource) {
 	s.publish(snap)
 }
 
-// publish installs snap; s.setMu must be held.
+// publish installs snap; s.setMu must be held. The cache gets snap with
+// the resources that SetResourceErrors names replaced by placeholders for
+// their errors, which the response callback turns into resource_errors
+// (see errorTTL).
 func (s *Server) publish(snap *snapshot) {
 	s.snap = snap
+	served := snap
+	if len(s.resourceErrors) > 0 {
+		served = &snapshot{base: snap.base, types: maps.Clone(snap.types)}
+		if served.types == nil {
+			served.types = make(map[string]*typeState)
+		}
+		for typeURL, errs := range s.resourceErrors {
+			ts := &typeState{version: snap.GetVersion(typeURL), resources: make(map[string]types.ResourceWithTTL)}
+			if old := snap.types[typeURL]; old != nil {
+				maps.Copy(ts.resources, old.resources)
+			}
+			for name, st := range errs {
+				ttl := errorTTL
+				ts.resources[name] = types.ResourceWithTTL{Resource: named{Message: st, name: name}, TTL: &ttl}
+			}
+			served.types[typeURL] = ts
+		}
+	}
 	// SetSnapshot only fails if its context ends while a watch channel is
 	// full, which cannot happen: each watch is answered at most once and
 	// has a buffer of one.
-	if err := s.cache.SetSnapshot(context.Background(), allNodes{}.ID(nil), snap); err != nil {
+	if err := s.cache.SetSnapshot(context.Background(), allNodes{}.ID(nil), served); err != nil {
 		panic(fmt.Sprintf("mgmt %s: SetSnapshot: %v", s.name, err))
 	}
+}
+
+// SetResourceErrors makes the server answer for the named resources of
+// typeURL with xRFC TP3 errors (DiscoveryResponse.resource_errors, which
+// go-control-plane does not support) instead of the resources: from now
+// on every response of the type that would carry one of those resources
+// (it is subscribed, and new to the stream or of a new version) carries
+// its error in resource_errors instead, whether or not the resource
+// exists. errs replaces the type's previous errors; an empty map serves
+// the resources again. The type's version is bumped, so every
+// subscription gets a response now, as after an Update.
+//
+// The errors go through go-control-plane's cache like resources, so each
+// response is consistent: a resource and an error for it never meet in
+// one response, and a full-state type (LDS, CDS) never seems to delete a
+// resource that has an error instead. SetResourceErrors panics on an OK
+// status: TP3 errors are errors.
+func (s *Server) SetResourceErrors(typeURL string, errs map[string]*rpcstatus.Status) {
+	if typeURL == "" {
+		panic(fmt.Sprintf("mgmt %s: SetResourceErrors with empty type URL", s.name))
+	}
+	clone := make(map[string]*rpcstatus.Status, len(errs))
+	for name, st := range errs {
+		if st.GetCode() == 0 {
+			panic(fmt.Sprintf("mgmt %s: SetResourceErrors: %q has an OK status; TP3 errors are errors", s.name, name))
+		}
+		clone[name] = proto.Clone(st).(*rpcstatus.Status)
+	}
+	s.setMu.Lock()
+	defer s.setMu.Unlock()
+	if s.resourceErrors == nil {
+		s.resourceErrors = make(map[string]map[string]*rpcstatus.Status)
+	}
+	if len(clone) == 0 {
+		delete(s.resourceErrors, typeURL)
+	} else {
+		s.resourceErrors[typeURL] = clone
+	}
+	s.version++
+	v := strconv.Itoa(s.version)
+	snap := &snapshot{}
+	if s.snap != nil {
+		snap.base = s.snap.base
+		snap.types = maps.Clone(s.snap.types)
+	}
+	if snap.types == nil {
+		snap.types = make(map[string]*typeState)
+	}
+	ts := &typeState{version: v}
+	if old := snap.types[typeURL]; old != nil {
+		ts.resources = old.resources
+	}
+	snap.types[typeURL] = ts
+	s.publish(snap)
 }
 
 // stopTimeout bounds how long Stop waits for the server side of the
@@ -272,25 +363,51 @@ func (s *Server) Close() {
 // wrapperTypeURL is the type URL of envoy.service.discovery.v3.Resource.
 var wrapperTypeURL = typeURLOf(&discoverypb.Resource{})
 
-// stripTTL removes the TTL that go-control-plane puts into every wrapped
-// resource (the harness only uses the TTL to get the wrapper; see wrapTTL).
-// Without this a TTL-aware client would be told to expire the resource.
-func stripTTL(resp *discoverypb.DiscoveryResponse) {
+// unwrapHarness undoes, in a response about to be sent, what the harness
+// did to get go-control-plane to carry what it does not support: it
+// removes the TTL that every wrapped resource got only to be wrapped (see
+// wrapTTL), without which a TTL-aware client would be told to expire the
+// resource, and it turns the placeholders of SetResourceErrors (see
+// errorTTL) into resource_errors.
+func unwrapHarness(resp *discoverypb.DiscoveryResponse) {
+	kept := resp.Resources[:0]
 	for _, a := range resp.GetResources() {
 		if a.GetTypeUrl() != wrapperTypeURL {
+			kept = append(kept, a)
 			continue
 		}
 		var w discoverypb.Resource
 		if err := proto.Unmarshal(a.GetValue(), &w); err != nil || w.GetTtl() == nil {
+			kept = append(kept, a)
 			continue
+		}
+		if w.GetTtl().AsDuration() == errorTTL {
+			st := &rpcstatus.Status{}
+			if err := proto.Unmarshal(w.GetResource().GetValue(), st); err == nil {
+				resp.ResourceErrors = append(resp.ResourceErrors, &discoverypb.ResourceError{
+					ResourceName: &discoverypb.ResourceName{Name: w.GetName()},
+					ErrorDetail:  st,
+				})
+				continue
+			}
 		}
 		w.Ttl = nil
 		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(&w)
 		if err != nil {
+			kept = append(kept, a)
 			continue
 		}
 		// The Any belongs to this response alone: the SnapshotCache builds
 		// a new response for every watch it answers.
 		a.Value = b
+		kept = append(kept, a)
 	}
+	// Zero the tail, so the dropped Anys are not kept alive.
+	clear(resp.Resources[len(kept):])
+	resp.Resources = kept
+	// Resources come from a map: sorted, the errors read the same in
+	// every response.
+	slices.SortFunc(resp.ResourceErrors, func(x, y *discoverypb.ResourceError) int {
+		return strings.Compare(x.GetResourceName().GetName(), y.GetResourceName().GetName())
+	})
 }

@@ -6,11 +6,12 @@ import (
 	"github.com/xdsengine/xdsengine/internal/controlplane"
 )
 
-// Server, Resource and Options are controlplane's.
+// Server, Resource, Options and Counts are controlplane's.
 type (
 	Server   = controlplane.Server
 	Resource = controlplane.Resource
 	Options  = controlplane.Options
+	Counts   = controlplane.Counts
 )
 
 // Start starts a server for the test and closes it with the test.

@@ -15,6 +15,7 @@ import (
 	listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"go.uber.org/goleak"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -525,5 +526,97 @@ func TestSetPanics(t *testing.T) {
 	}
 	if v := s.Version(); v != "" {
 		t.Errorf("Version() = %q after failed calls, want \"\"", v)
+	}
+}
+
+// errorNames returns the names of a response's TP3 resource_errors, in
+// order, each with its code.
+func errorNames(r *discoverypb.DiscoveryResponse) []string {
+	var out []string
+	for _, re := range r.GetResourceErrors() {
+		out = append(out, re.GetResourceName().GetName()+"="+codes.Code(re.GetErrorDetail().GetCode()).String())
+	}
+	return out
+}
+
+// TestResourceErrors: SetResourceErrors replaces subscribed resources by
+// TP3 errors at once, in full-state and other types alike, never with the
+// resource in the same response; clearing them serves the resources again.
+func TestResourceErrors(t *testing.T) {
+	s := mgmt.Start(t, mgmt.Options{})
+	s.Set(listener("a"), listener("b"), thing("x"), thing("y"))
+	c := mustOpen(t, dial(t, s.Addr()), "node-e")
+	c.subscribe(ldsURL, "", "a", "b")
+	c.subscribe(thingURL, "", "x", "y")
+	for _, r := range c.expect(ldsURL, thingURL) {
+		c.ack(r)
+	}
+
+	notFound := status.New(codes.NotFound, "gone for now").Proto()
+	s.SetResourceErrors(ldsURL, map[string]*rpcstatus.Status{"b": notFound, "unsubscribed": notFound})
+	r := c.expectOne(ldsURL)
+	if got := names(t, r); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("LDS resources %v, want [a]: b has an error instead", got)
+	}
+	if got := errorNames(r); !slices.Equal(got, []string{"b=NotFound"}) {
+		t.Fatalf("LDS resource_errors %v, want only the subscribed b", got)
+	}
+	if msg := r.GetResourceErrors()[0].GetErrorDetail().GetMessage(); msg != "gone for now" {
+		t.Errorf("message %q", msg)
+	}
+	c.ack(r)
+	c.expectNone(50 * time.Millisecond) // only LDS changed
+
+	// An Update keeps the error in place of the new resource.
+	s.Update(ldsURL, listener("a"), listener("b"))
+	r = c.expectOne(ldsURL)
+	if got, errs := names(t, r), errorNames(r); !slices.Equal(got, []string{"a"}) || !slices.Equal(errs, []string{"b=NotFound"}) {
+		t.Fatalf("after Update: resources %v errors %v", got, errs)
+	}
+	c.ack(r)
+
+	s.SetResourceErrors(thingURL, map[string]*rpcstatus.Status{"x": status.New(codes.Unavailable, "try later").Proto()})
+	r = c.expectOne(thingURL)
+	if got, errs := names(t, r), errorNames(r); !slices.Equal(got, []string{"y"}) || !slices.Equal(errs, []string{"x=Unavailable"}) {
+		t.Fatalf("thing: resources %v errors %v", got, errs)
+	}
+	c.ack(r)
+
+	s.SetResourceErrors(ldsURL, nil)
+	r = c.expectOne(ldsURL)
+	if got, errs := names(t, r), errorNames(r); !slices.Equal(got, []string{"a", "b"}) || len(errs) != 0 {
+		t.Fatalf("after clearing: resources %v errors %v", got, errs)
+	}
+	if n := s.Counts().ResourceErrors; n != 3 {
+		t.Errorf("Counts().ResourceErrors = %d, want 3", n)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("SetResourceErrors with an OK status did not panic")
+		}
+	}()
+	s.SetResourceErrors(ldsURL, map[string]*rpcstatus.Status{"a": {}})
+}
+
+// TestCountOnly: counts are kept, messages are not.
+func TestCountOnly(t *testing.T) {
+	s := mgmt.Start(t, mgmt.Options{CountOnly: true})
+	s.Set(listener("a"))
+	c := mustOpen(t, dial(t, s.Addr()), "node-c")
+	c.subscribe(ldsURL, "", "a")
+	r := c.expectOne(ldsURL)
+	c.nack(r, "")
+	s.Set(listener("a"), listener("b"))
+	c.ack(c.expectOne(ldsURL))
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Counts().Requests < 3 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	want := mgmt.Counts{Requests: 3, NACKs: 1, Responses: 2, StreamsOpened: 1}
+	if got := s.Counts(); got != want {
+		t.Errorf("Counts() = %+v, want %+v", got, want)
+	}
+	if len(s.Requests()) != 0 || len(s.Responses()) != 0 || len(s.NACKs()) != 0 || len(s.StreamRequests()) != 0 {
+		t.Error("messages kept with CountOnly")
 	}
 }

@@ -9,6 +9,9 @@
 //	client := dial(p.Addr())
 //	p.Cut()     // every connection drops; new ones are accepted and closed at once
 //	p.Restore() // connections go through again, on the same address
+//	p.Pause()   // connections stay open but no byte moves: a stalled path
+//	p.Resume()  // what waited goes through, in order
+//	p.SetDelay(50 * time.Millisecond) // latency on every chunk; 0 removes it
 //
 // Cut accepts and closes new connections rather than closing the listener,
 // so that the port stays reserved for the proxy and the client sees the

@@ -27,6 +27,10 @@ type Proxy struct {
 	cut    bool
 	closed bool
 	conns  map[*pair]struct{}
+	// resumed is non-nil while the proxy is paused, and closed by Resume.
+	resumed chan struct{}
+	// delay is how long each chunk of bytes waits before it is forwarded.
+	delay time.Duration
 }
 
 // pair is one proxied connection: the client's side and, once dialled, the
@@ -35,6 +39,10 @@ type pair struct {
 	client net.Conn
 	server net.Conn // nil while dialling
 	closed bool
+	// done is closed when the pair is closed, to wake a direction waiting
+	// on Pause or SetDelay: a paused connection must still be cut at once.
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
 // Start starts a proxy on 127.0.0.1 with a port chosen by the system, that
@@ -84,6 +92,42 @@ func (p *Proxy) Restore() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = false
+}
+
+// Pause stops forwarding bytes, in both directions, on every connection,
+// open or new, until Resume. Connections stay open and new ones are
+// accepted and dialled, so the client sees neither an error nor a closed
+// connection, only silence: a stalled network path or a hung server. What
+// is read meanwhile waits in the proxy (and, once the proxy stops reading,
+// in the kernel's buffers) and goes through, in order, after Resume. Cut
+// and Close still close paused connections at once.
+func (p *Proxy) Pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.resumed == nil {
+		p.resumed = make(chan struct{})
+	}
+}
+
+// Resume undoes Pause.
+func (p *Proxy) Resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.resumed != nil {
+		close(p.resumed)
+		p.resumed = nil
+	}
+}
+
+// SetDelay makes every chunk of bytes read from either side, on every
+// connection, wait d before it is forwarded: added latency (and, since
+// each direction forwards one chunk at a time, less throughput), without
+// reordering or errors. Zero removes the delay. It applies to chunks read
+// from now on.
+func (p *Proxy) SetDelay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
 }
 
 // SetTarget changes where connections accepted from now on are forwarded.
@@ -143,6 +187,7 @@ func (p *Proxy) takeAllLocked() []*pair {
 }
 
 func (p *pair) close() {
+	p.closeOnce.Do(func() { close(p.done) })
 	p.client.Close()
 	if p.server != nil {
 		p.server.Close()
@@ -167,7 +212,7 @@ func (p *Proxy) acceptLoop() {
 			conn.Close()
 			continue
 		}
-		c := &pair{client: conn}
+		c := &pair{client: conn, done: make(chan struct{})}
 		p.conns[c] = struct{}{}
 		target := p.target
 		p.mu.Unlock()
@@ -196,8 +241,8 @@ func (p *Proxy) serve(c *pair, target string) {
 	p.mu.Unlock()
 
 	var wg sync.WaitGroup
-	wg.Go(func() { pipe(server, c.client) })
-	pipe(c.client, server)
+	wg.Go(func() { p.pipe(c, server, c.client) })
+	p.pipe(c, c.client, server)
 	wg.Wait()
 
 	p.mu.Lock()
@@ -206,16 +251,65 @@ func (p *Proxy) serve(c *pair, target string) {
 	c.close()
 }
 
-// pipe copies src to dst. When src reaches EOF it half-closes dst, so that
-// a peer that shuts down its writing side is seen as such at the other end;
-// on any error it closes both, since the connection is then broken.
-func pipe(dst, src net.Conn) {
-	_, err := io.Copy(dst, src)
-	if err == nil {
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+// pipe copies src to dst, chunk by chunk, each chunk held by Pause and
+// SetDelay. When src reaches EOF it half-closes dst, so that a peer that
+// shuts down its writing side is seen as such at the other end; on any
+// error, or when the pair is closed while a chunk waits, it closes the
+// pair, since the connection is then broken.
+func (p *Proxy) pipe(c *pair, dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if !p.hold(c) {
+				c.close()
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				c.close()
+				return
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			if cw, ok := dst.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+				return
+			}
+			c.close()
+			return
+		}
+		if err != nil {
+			c.close()
 			return
 		}
 	}
-	dst.Close()
-	src.Close()
+}
+
+// hold waits while the proxy is paused, then for the delay. It reports
+// false if the pair was closed meanwhile.
+func (p *Proxy) hold(c *pair) bool {
+	for {
+		p.mu.Lock()
+		resumed, delay := p.resumed, p.delay
+		p.mu.Unlock()
+		if resumed != nil {
+			select {
+			case <-resumed:
+				// Paused again, or a delay set, while waiting: look again.
+				continue
+			case <-c.done:
+				return false
+			}
+		}
+		if delay <= 0 {
+			return true
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+			return true
+		case <-c.done:
+			t.Stop()
+			return false
+		}
+	}
 }

@@ -304,3 +304,87 @@ func TestGRPC(t *testing.T) {
 		t.Fatalf("Check after Restore: %v", err)
 	}
 }
+
+// TestPauseResume: while paused, nothing moves but nothing breaks; after
+// Resume, what waited arrives in order.
+func TestPauseResume(t *testing.T) {
+	p := tcpproxy.Start(t, startEcho(t, "echo"))
+	c, r := dialEcho(t, p.Addr(), "echo")
+	p.Pause()
+	p.Pause() // idempotent
+	if _, err := io.WriteString(c, "held"); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if n, err := r.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Read while paused = %d, %v; want a timeout", n, err)
+	}
+	// A connection made while paused is accepted and dialled, and waits
+	// too: its greeting arrives only after Resume.
+	nc, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	waitConns(t, p, 2)
+	p.Resume()
+	p.Resume() // idempotent
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(r, buf); err != nil || string(buf) != "held" {
+		t.Fatalf("after Resume read %q, %v; want %q", buf, err, "held")
+	}
+	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	greeting, err := bufio.NewReader(nc).ReadString('\n')
+	if err != nil || greeting != "echo\n" {
+		t.Fatalf("greeting after Resume = %q, %v", greeting, err)
+	}
+	echo(t, c, r, "flowing")
+}
+
+// TestCutWhilePaused: a paused connection is still cut at once, and Close
+// does not wait for Resume.
+func TestCutWhilePaused(t *testing.T) {
+	p := tcpproxy.Start(t, startEcho(t, "echo"))
+	c, _ := dialEcho(t, p.Addr(), "echo")
+	p.Pause()
+	if _, err := io.WriteString(c, "stuck"); err != nil {
+		t.Fatal(err)
+	}
+	p.Cut()
+	expectClosed(t, c)
+	waitConns(t, p, 0)
+	p.Restore()
+	c2, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	waitConns(t, p, 1)
+	done := make(chan struct{})
+	go func() {
+		p.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for a paused connection")
+	}
+}
+
+// TestDelay: each chunk arrives no sooner than the delay; zero removes it.
+func TestDelay(t *testing.T) {
+	p := tcpproxy.Start(t, startEcho(t, "echo"))
+	c, r := dialEcho(t, p.Addr(), "echo")
+	const d = 50 * time.Millisecond
+	p.SetDelay(d)
+	start := time.Now()
+	echo(t, c, r, "slow")
+	// One chunk each way.
+	if got := time.Since(start); got < 2*d {
+		t.Errorf("round trip took %v with a delay of %v each way", got, d)
+	}
+	p.SetDelay(0)
+	echo(t, c, r, "fast")
+}

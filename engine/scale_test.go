@@ -123,8 +123,11 @@ func TestScale100kWatches(t *testing.T) {
 			t.Fatalf("Dump has %d entries, want %d", got, n)
 		}
 	})
-	if perEntry := allocs / n; perEntry > 4 {
-		t.Errorf("Dump makes %.1f allocations per entry, want at most 4", perEntry)
+	// An entry is three messages (GenericXdsConfig, its Any and its
+	// timestamp); the rest is slack for what the race detector and the
+	// runtime add.
+	if perEntry := allocs / n; perEntry > 6 {
+		t.Errorf("Dump makes %.1f allocations per entry, want at most 6", perEntry)
 	}
 	d := time.Duration(1 << 62)
 	for i := 0; i < 3; i++ {

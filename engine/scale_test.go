@@ -118,16 +118,17 @@ func TestScale100kWatches(t *testing.T) {
 	// Dump: a constant, small number of allocations per entry (so its
 	// cost is linear, whatever the machine), and, without the race
 	// detector, at most a second for 100,000 entries.
-	allocs := testing.AllocsPerRun(1, func() {
+	allocs := testing.AllocsPerRun(3, func() {
 		if got := len(e.Dump().GetGenericXdsConfigs()); got != n {
 			t.Fatalf("Dump has %d entries, want %d", got, n)
 		}
 	})
 	// An entry is three messages (GenericXdsConfig, its Any and its
-	// timestamp); the rest is slack for what the race detector and the
-	// runtime add.
-	if perEntry := allocs / n; perEntry > 6 {
-		t.Errorf("Dump makes %.1f allocations per entry, want at most 6", perEntry)
+	// timestamp). The count is the process's, so the rest is slack for
+	// what the engine's other goroutines allocate meanwhile; anything
+	// worse than linear would show as thousands per entry.
+	if perEntry := allocs / n; perEntry > 10 {
+		t.Errorf("Dump makes %.1f allocations per entry, want at most 10", perEntry)
 	}
 	d := time.Duration(1 << 62)
 	for i := 0; i < 3; i++ {

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/csds"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/internal/controlplane"
@@ -32,9 +33,9 @@ func ExampleRegister() {
 	cp.Set(controlplane.R("listener.example", xdsbuild.Listener("listener.example", "route.example")))
 
 	e, err := engine.New(engine.Config{
-		Bootstrap: engine.Bootstrap{
-			Servers: []engine.ServerConfig{engine.InsecureServer(cp.Addr())},
-			Node:    engine.Node{ID: "csds-example"},
+		Bootstrap: &bootstrap.Bootstrap{
+			Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(cp.Addr())},
+			Node:    bootstrap.Node{ID: "csds-example"},
 		},
 		Registry: builtin.Registry(),
 		Target:   "xds:///listener.example",

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
 	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
@@ -121,7 +122,7 @@ func TestStreamRestartKeepsVersion(t *testing.T) {
 func TestNodeAndClientFeatures(t *testing.T) {
 	f := newFixture(t, fixtureOpts{mutate: func(c *engine.Config) {
 		c.Bootstrap.Node.Cluster = "cluster-1"
-		c.Bootstrap.Node.Locality = engine.Locality{Region: "r", Zone: "z", SubZone: "s"}
+		c.Bootstrap.Node.Locality = bootstrap.Locality{Region: "r", Zone: "z", SubZone: "s"}
 		reg, err := c.Registry.With(registry.ResourceType{TypeURL: "type.googleapis.com/x.Y",
 			Decoder: registry.DecoderFunc(func([]byte, registry.DecodeOptions) (registry.DecodeResult, error) {
 				return registry.DecodeResult{}, nil
@@ -431,7 +432,7 @@ func TestCloseStopsCallbacks(t *testing.T) {
 // request carries the canonical form.
 func TestXDSTPCanonicalNames(t *testing.T) {
 	f := newFixture(t, fixtureOpts{mutate: func(c *engine.Config) {
-		c.Bootstrap.Authorities = map[string]engine.Authority{"auth.example": {}}
+		c.Bootstrap.Authorities = map[string]bootstrap.Authority{"auth.example": {}}
 	}})
 	w, _ := f.watch(thing, "xdstp://auth.example/xdsengine.test.Thing/svc?zone=z1&env=prod")
 	st := f.servers[0].WaitStream(t)

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
@@ -73,7 +74,7 @@ func BenchmarkEngineEDSResponse(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			srv := scriptedads.Start(b)
 			e, err := engine.New(engine.Config{
-				Bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{engine.InsecureServer(srv.Addr())}, Node: engine.Node{ID: "bench"}},
+				Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(srv.Addr())}, Node: bootstrap.Node{ID: "bench"}},
 				Registry:  registry.MustNew(eds.Type),
 				Switches:  &features.Switches{},
 			})

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 )
@@ -17,7 +19,7 @@ import (
 // streams; a fallback server, being another channel, starts from none.
 type channel struct {
 	e          *Engine
-	server     ServerConfig
+	server     bootstrap.ServerConfig
 	key        string
 	features   features.Set
 	serverInfo registry.ServerInfo
@@ -41,8 +43,8 @@ type channel struct {
 
 // channelLocked returns the channel for a server, creating it (and its
 // transport) on first use.
-func (e *Engine) channelLocked(s ServerConfig) *channel {
-	key := s.key()
+func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
+	key := serverKey(s)
 	if c, ok := e.channels[key]; ok {
 		return c
 	}
@@ -328,4 +330,28 @@ func (e *Engine) notifyChannelErrorLocked(a *authority, c *channel) {
 			e.notifyErrorLocked(en, e.channelErrorFor(c, en), nil)
 		}
 	}
+}
+
+// serverKey identifies a server for stream sharing: two authorities that
+// list equal servers share one ADS stream.
+func serverKey(s bootstrap.ServerConfig) string {
+	var b strings.Builder
+	b.WriteString(s.URI)
+	for _, c := range s.ChannelCreds {
+		b.WriteString("\x00c:")
+		b.WriteString(c.Type)
+		b.WriteByte(':')
+		b.Write(c.Config)
+	}
+	for _, c := range s.CallCreds {
+		b.WriteString("\x00k:")
+		b.WriteString(c.Type)
+		b.WriteByte(':')
+		b.Write(c.Config)
+	}
+	for _, f := range s.ServerFeatures {
+		b.WriteString("\x00f:")
+		b.WriteString(f)
+	}
+	return b.String()
 }

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
@@ -190,7 +191,7 @@ func newEngineFor(t *testing.T, addr string, mutate func(*engine.Config)) *engin
 	t.Helper()
 	sw := features.Switches{}
 	cfg := engine.Config{
-		Bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{engine.InsecureServer(addr)}, Node: engine.Node{ID: nodeID}},
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: nodeID}},
 		Registry:  testtype.Registry(),
 		Switches:  &sw,
 	}

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
@@ -26,6 +27,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
@@ -48,9 +50,9 @@ func tlsConfigJSON(ca, cert, key, refresh string) json.RawMessage {
 
 // credsEngineConfig is an engine configuration for credential tests: real
 // clock, quick reconnection, switches pinned.
-func credsEngineConfig(servers ...engine.ServerConfig) engine.Config {
+func credsEngineConfig(servers ...bootstrap.ServerConfig) engine.Config {
 	return engine.Config{
-		Bootstrap: engine.Bootstrap{Servers: servers, Node: engine.Node{ID: nodeID}},
+		Bootstrap: &bootstrap.Bootstrap{Servers: servers, Node: bootstrap.Node{ID: nodeID}},
 		Registry:  testtype.Registry(),
 		Switches:  &features.Switches{},
 		Backoff:   func(int) time.Duration { return 20 * time.Millisecond },
@@ -76,43 +78,43 @@ func TestNewReportsCredentialFileProblems(t *testing.T) {
 	notPEM := testpki.WriteFile(t, dir, "not.pem", []byte("not PEM at all\n"))
 	tokenFile := testpki.WriteFile(t, dir, "token", []byte("a.b.c"))
 	missing := filepath.Join(dir, "missing.pem")
-	tlsServer := func(uri string, config json.RawMessage) engine.ServerConfig {
-		return engine.ServerConfig{URI: uri, ChannelCreds: []engine.ChannelCreds{{Type: "tls", Config: config}}}
+	tlsServer := func(uri string, config json.RawMessage) bootstrap.ServerConfig {
+		return bootstrap.ServerConfig{URI: uri, ChannelCreds: []bootstrap.ChannelCreds{{Type: "tls", Config: config}}}
 	}
 	good := tlsServer("good:443", tlsConfigJSON(caFile, certFile, keyFile, ""))
 	const prefix = "engine: bootstrap xds_servers[0].channel_creds[0].config."
 
 	tests := []struct {
 		name      string
-		bootstrap engine.Bootstrap
+		bootstrap bootstrap.Bootstrap
 		want      []string // the error's lines; none: New succeeds
 		wantIs    error
 	}{
-		{name: "all files good", bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{good}}},
+		{name: "all files good", bootstrap: bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{good}}},
 		{
 			name:      "missing ca_certificate_file",
-			bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{tlsServer("s:443", tlsConfigJSON(missing, "", "", ""))}},
+			bootstrap: bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{tlsServer("s:443", tlsConfigJSON(missing, "", "", ""))}},
 			want:      []string{prefix + "ca_certificate_file: open " + missing + ": no such file or directory"},
 			wantIs:    fs.ErrNotExist,
 		},
 		{
 			name:      "ca_certificate_file is a directory",
-			bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{tlsServer("s:443", tlsConfigJSON(dir, "", "", ""))}},
+			bootstrap: bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{tlsServer("s:443", tlsConfigJSON(dir, "", "", ""))}},
 			want:      []string{prefix + "ca_certificate_file: read " + dir + ": is a directory"},
 		},
 		{
 			name:      "ca_certificate_file not PEM",
-			bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{tlsServer("s:443", tlsConfigJSON(notPEM, "", "", ""))}},
+			bootstrap: bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{tlsServer("s:443", tlsConfigJSON(notPEM, "", "", ""))}},
 			want:      []string{prefix + "ca_certificate_file: " + notPEM + ": no PEM certificate"},
 		},
 		{
 			name:      "ca_certificate_file holds a key",
-			bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{tlsServer("s:443", tlsConfigJSON(keyFile, "", "", ""))}},
+			bootstrap: bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{tlsServer("s:443", tlsConfigJSON(keyFile, "", "", ""))}},
 			want:      []string{prefix + "ca_certificate_file: " + keyFile + ": no PEM certificate"},
 		},
 		{
 			name:      "missing certificate_file and private_key_file",
-			bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{tlsServer("s:443", tlsConfigJSON(caFile, missing, filepath.Join(dir, "missing-key.pem"), ""))}},
+			bootstrap: bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{tlsServer("s:443", tlsConfigJSON(caFile, missing, filepath.Join(dir, "missing-key.pem"), ""))}},
 			want: []string{
 				prefix + "certificate_file: open " + missing + ": no such file or directory",
 				prefix + "private_key_file: open " + filepath.Join(dir, "missing-key.pem") + ": no such file or directory",
@@ -121,22 +123,22 @@ func TestNewReportsCredentialFileProblems(t *testing.T) {
 		},
 		{
 			name:      "certificate_file not PEM",
-			bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{tlsServer("s:443", tlsConfigJSON("", notPEM, keyFile, ""))}},
+			bootstrap: bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{tlsServer("s:443", tlsConfigJSON("", notPEM, keyFile, ""))}},
 			want:      []string{prefix + "certificate_file: " + notPEM + ": no PEM certificate"},
 		},
 		{
 			name:      "private_key_file holds a certificate",
-			bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{tlsServer("s:443", tlsConfigJSON("", certFile, certFile, ""))}},
+			bootstrap: bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{tlsServer("s:443", tlsConfigJSON("", certFile, certFile, ""))}},
 			want:      []string{prefix + "private_key_file: " + certFile + ": no PEM private key"},
 		},
 		{
 			name:      "certificate and key do not match",
-			bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{tlsServer("s:443", tlsConfigJSON(caFile, certFile, otherKey, ""))}},
+			bootstrap: bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{tlsServer("s:443", tlsConfigJSON(caFile, certFile, otherKey, ""))}},
 			want:      []string{prefix + "private_key_file: " + otherKey + " with certificate_file " + certFile + ": tls: private key does not match public key"},
 		},
 		{
 			name: "config built in code, not parsed: wrong field type",
-			bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{
+			bootstrap: bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{
 				tlsServer("s:443", json.RawMessage(`{"ca_certificate_file": 5, "refresh_interval": "10m"}`)),
 			}},
 			want: []string{
@@ -146,16 +148,16 @@ func TestNewReportsCredentialFileProblems(t *testing.T) {
 		},
 		{
 			name:      "config built in code: no supported channel creds",
-			bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{{URI: "s:443", ChannelCreds: []engine.ChannelCreds{{Type: "xds"}}}}},
+			bootstrap: bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{{URI: "s:443", ChannelCreds: []bootstrap.ChannelCreds{{Type: "xds"}}}}},
 			want:      []string{`engine: bootstrap xds_servers[0].channel_creds: no supported type: want one of "google_default", "insecure", "tls"; got "xds"`},
 		},
 		{
 			name: "fallback server and authority servers",
-			bootstrap: engine.Bootstrap{
-				Servers: []engine.ServerConfig{good, tlsServer("fallback:443", tlsConfigJSON(missing, "", "", ""))},
-				Authorities: map[string]engine.Authority{
-					"b.example": {Servers: []engine.ServerConfig{good, tlsServer("b:443", tlsConfigJSON(notPEM, "", "", ""))}},
-					"a.example": {Servers: []engine.ServerConfig{tlsServer("a:443", tlsConfigJSON(caFile, certFile, otherKey, ""))}},
+			bootstrap: bootstrap.Bootstrap{
+				Servers: []bootstrap.ServerConfig{good, tlsServer("fallback:443", tlsConfigJSON(missing, "", "", ""))},
+				Authorities: map[string]bootstrap.Authority{
+					"b.example": {Servers: []bootstrap.ServerConfig{good, tlsServer("b:443", tlsConfigJSON(notPEM, "", "", ""))}},
+					"a.example": {Servers: []bootstrap.ServerConfig{tlsServer("a:443", tlsConfigJSON(caFile, certFile, otherKey, ""))}},
 					"c.example": {}, // the top-level servers, checked once
 				},
 			},
@@ -168,16 +170,16 @@ func TestNewReportsCredentialFileProblems(t *testing.T) {
 		},
 		{
 			name: "only the channel creds in use are checked",
-			bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{{URI: "s:443", ChannelCreds: []engine.ChannelCreds{
+			bootstrap: bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{{URI: "s:443", ChannelCreds: []bootstrap.ChannelCreds{
 				{Type: "insecure"}, {Type: "tls", Config: tlsConfigJSON(missing, "", "", "")},
 			}}}},
 		},
 		{
 			name: "missing jwt_token_file",
-			bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{{
+			bootstrap: bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{{
 				URI:          "s:443",
-				ChannelCreds: []engine.ChannelCreds{{Type: "tls", Config: tlsConfigJSON(caFile, "", "", "")}},
-				CallCreds: []engine.CallCreds{
+				ChannelCreds: []bootstrap.ChannelCreds{{Type: "tls", Config: tlsConfigJSON(caFile, "", "", "")}},
+				CallCreds: []bootstrap.CallCreds{
 					{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file": "` + tokenFile + `"}`)},
 					{Type: "unknown", Config: json.RawMessage(`{"jwt_token_file": "` + missing + `"}`)},
 					{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file": "` + missing + `"}`)},
@@ -190,7 +192,7 @@ func TestNewReportsCredentialFileProblems(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := credsEngineConfig()
-			cfg.Bootstrap = tt.bootstrap
+			cfg.Bootstrap = &tt.bootstrap
 			eng, err := engine.New(cfg)
 			if tt.want == nil {
 				if err != nil {
@@ -225,7 +227,7 @@ func TestNewReportsUnreadableFile(t *testing.T) {
 	if err := os.Chmod(caFile, 0); err != nil {
 		t.Fatal(err)
 	}
-	cfg := credsEngineConfig(engine.ServerConfig{URI: "s:443", ChannelCreds: []engine.ChannelCreds{{Type: "tls", Config: tlsConfigJSON(caFile, "", "", "")}}})
+	cfg := credsEngineConfig(bootstrap.ServerConfig{URI: "s:443", ChannelCreds: []bootstrap.ChannelCreds{{Type: "tls", Config: tlsConfigJSON(caFile, "", "", "")}}})
 	_, err := engine.New(cfg)
 	want := "engine: bootstrap xds_servers[0].channel_creds[0].config.ca_certificate_file: open " + caFile + ": permission denied"
 	if err == nil || err.Error() != want || !errors.Is(err, fs.ErrPermission) {
@@ -239,7 +241,7 @@ type plainBuilder struct{ engine.TransportBuilder }
 // checkingBuilder adds a CheckServer that reports two problems.
 type checkingBuilder struct{ engine.TransportBuilder }
 
-func (checkingBuilder) CheckServer(s engine.ServerConfig) error {
+func (checkingBuilder) CheckServer(s bootstrap.ServerConfig) error {
 	if s.URI != "bad:443" {
 		return nil
 	}
@@ -248,7 +250,7 @@ func (checkingBuilder) CheckServer(s engine.ServerConfig) error {
 
 func TestNewServerCheckerIsOptional(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing.pem")
-	bad := engine.ServerConfig{URI: "bad:443", ChannelCreds: []engine.ChannelCreds{{Type: "tls", Config: tlsConfigJSON(missing, "", "", "")}}}
+	bad := bootstrap.ServerConfig{URI: "bad:443", ChannelCreds: []bootstrap.ChannelCreds{{Type: "tls", Config: tlsConfigJSON(missing, "", "", "")}}}
 	tests := []struct {
 		name      string
 		transport engine.TransportBuilder
@@ -266,7 +268,7 @@ func TestNewServerCheckerIsOptional(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := credsEngineConfig(engine.InsecureServer("good:443"), bad)
+			cfg := credsEngineConfig(bootstrap.InsecureServer("good:443"), bad)
 			cfg.Transport = tt.transport
 			eng, err := engine.New(cfg)
 			if tt.want == nil {
@@ -331,7 +333,7 @@ func TestJWTCallCreds(t *testing.T) {
 	tokenFile := testpki.WriteFile(t, dir, "token", []byte(token+"\n"))
 	caFile := testpki.WriteFile(t, dir, "ca.pem", ca.CertPEM)
 
-	b, err := engine.ParseBootstrap(fmt.Appendf(nil, `{"xds_servers": [{
+	b, err := bootstrap.Parse(fmt.Appendf(nil, `{"xds_servers": [{
 		"server_uri": %q,
 		"channel_creds": [{"type": "tls", "config": {"ca_certificate_file": %q}}],
 		"call_creds": [{"type": "unknown_call_creds"}, {"type": "jwt_token_file", "config": {"jwt_token_file": %q}}]
@@ -340,7 +342,7 @@ func TestJWTCallCreds(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := credsEngineConfig()
-	cfg.Bootstrap = *b
+	cfg.Bootstrap = b
 	eng, err := engine.New(cfg)
 	if err != nil {
 		t.Fatalf("engine.New: %v", err)
@@ -365,10 +367,10 @@ func TestJWTCallCreds(t *testing.T) {
 // at once, naming the entry, and the transport refuses to build.
 func TestCallCredsOverInsecure(t *testing.T) {
 	tokenFile := testpki.WriteFile(t, t.TempDir(), "token", []byte(jwtToken(time.Now().Add(time.Hour))))
-	s := engine.ServerConfig{
+	s := bootstrap.ServerConfig{
 		URI:          "127.0.0.1:1",
-		ChannelCreds: []engine.ChannelCreds{{Type: "insecure"}},
-		CallCreds:    []engine.CallCreds{{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file":"` + tokenFile + `"}`)}},
+		ChannelCreds: []bootstrap.ChannelCreds{{Type: "insecure"}},
+		CallCreds:    []bootstrap.CallCreds{{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file":"` + tokenFile + `"}`)}},
 	}
 	const want = `call_creds[0]: "jwt_token_file" call credentials need a secure channel, but channel_creds[0] is "insecure"`
 
@@ -386,7 +388,7 @@ func TestCallCredsOverInsecure(t *testing.T) {
 	}
 	// An unknown call creds type is ignored, as gRPC does, so insecure is
 	// fine with it.
-	s.CallCreds = []engine.CallCreds{{Type: "unknown_call_creds"}}
+	s.CallCreds = []bootstrap.CallCreds{{Type: "unknown_call_creds"}}
 	eng, err := engine.New(credsEngineConfig(s))
 	if err != nil {
 		t.Fatalf("engine.New with an unknown call creds type: %v", err)
@@ -419,9 +421,9 @@ func TestTLSCertificateRotation(t *testing.T) {
 		return caFile, certFile, keyFile
 	}
 	caFile, certFile, keyFile := writeClientFiles(ca1, "client-1")
-	cfg := credsEngineConfig(engine.ServerConfig{
+	cfg := credsEngineConfig(bootstrap.ServerConfig{
 		URI:          srv.Addr(),
-		ChannelCreds: []engine.ChannelCreds{{Type: "tls", Config: tlsConfigJSON(caFile, certFile, keyFile, "0.1s")}},
+		ChannelCreds: []bootstrap.ChannelCreds{{Type: "tls", Config: tlsConfigJSON(caFile, certFile, keyFile, "0.1s")}},
 	})
 	eng, err := engine.New(cfg)
 	if err != nil {
@@ -510,7 +512,7 @@ func TestGoogleDefault(t *testing.T) {
 		return srvTLS
 	})
 	_, port, _ := strings.Cut(srv.Addr(), ":")
-	server := engine.ServerConfig{URI: "localhost:" + port, ChannelCreds: []engine.ChannelCreds{{Type: "not-known"}, {Type: "google_default"}}}
+	server := bootstrap.ServerConfig{URI: "localhost:" + port, ChannelCreds: []bootstrap.ChannelCreds{{Type: "not-known"}, {Type: "google_default"}}}
 
 	t.Run("TLS with the system's roots, named after server_uri", func(t *testing.T) {
 		eng, err := engine.New(credsEngineConfig(server))
@@ -571,18 +573,18 @@ func TestCallCredsSeparateStreams(t *testing.T) {
 	caFile := testpki.WriteFile(t, dir, "ca.pem", ca.CertPEM)
 	exp := time.Now().Add(time.Hour)
 	tokens := map[string]string{"a.example": jwtToken(exp) + "a", "b.example": jwtToken(exp) + "b"}
-	server := func(authority string) engine.ServerConfig {
+	server := func(authority string) bootstrap.ServerConfig {
 		file := testpki.WriteFile(t, dir, authority+".token", []byte(tokens[authority]))
-		return engine.ServerConfig{
+		return bootstrap.ServerConfig{
 			URI:          srv.Addr(),
-			ChannelCreds: []engine.ChannelCreds{{Type: "tls", Config: tlsConfigJSON(caFile, "", "", "")}},
-			CallCreds:    []engine.CallCreds{{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file":"` + file + `"}`)}},
+			ChannelCreds: []bootstrap.ChannelCreds{{Type: "tls", Config: tlsConfigJSON(caFile, "", "", "")}},
+			CallCreds:    []bootstrap.CallCreds{{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file":"` + file + `"}`)}},
 		}
 	}
-	cfg := credsEngineConfig(engine.InsecureServer("127.0.0.1:1"))
-	cfg.Bootstrap.Authorities = map[string]engine.Authority{
-		"a.example": {Servers: []engine.ServerConfig{server("a.example")}},
-		"b.example": {Servers: []engine.ServerConfig{server("b.example")}},
+	cfg := credsEngineConfig(bootstrap.InsecureServer("127.0.0.1:1"))
+	cfg.Bootstrap.Authorities = map[string]bootstrap.Authority{
+		"a.example": {Servers: []bootstrap.ServerConfig{server("a.example")}},
+		"b.example": {Servers: []bootstrap.ServerConfig{server("b.example")}},
 	}
 	eng, err := engine.New(cfg)
 	if err != nil {
@@ -599,5 +601,48 @@ func TestCallCredsSeparateStreams(t *testing.T) {
 	want := map[string]bool{"Bearer " + tokens["a.example"]: true, "Bearer " + tokens["b.example"]: true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tokens on the streams mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// headerCreds sends one header with every call, over any channel.
+type headerCreds struct{ k, v string }
+
+func (h headerCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{h.k: h.v}, nil
+}
+
+func (headerCreds) RequireTransportSecurity() bool { return false }
+
+// TestCustomCredentialsType: a call credentials type of the program's own,
+// passed by value to the parser and to the transport, reaches the server.
+func TestCustomCredentialsType(t *testing.T) {
+	creds := bootstrap.DefaultCredentials().WithCallCreds(bootstrap.CallCredsType{
+		Name: "tenant_header",
+		Build: func(config json.RawMessage) (credentials.PerRPCCredentials, error) {
+			var c struct{ Tenant string }
+			err := json.Unmarshal(config, &c)
+			return headerCreds{"x-tenant", c.Tenant}, err
+		},
+	})
+	srv := scriptedads.Start(t)
+	bs, err := bootstrap.Parser{Credentials: creds}.Parse(fmt.Appendf(nil, `{"xds_servers": [{"server_uri": %q,
+		"channel_creds": [{"type": "insecure"}], "call_creds": [{"type": "tenant_header", "config": {"tenant": "blue"}}]}],
+		"node": {"id": %q}}`, srv.Addr(), nodeID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := credsEngineConfig()
+	cfg.Bootstrap = bs
+	cfg.Transport = engine.GRPCTransportWithCredentials(creds)
+	eng, err := engine.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	eng.Watch(thing, "a", watchrec.New())
+	st := srv.WaitStream(t)
+	st.RecvT(t)
+	if got := st.Metadata().Get("x-tenant"); !slices.Equal(got, []string{"blue"}) {
+		t.Fatalf("x-tenant = %q, want [blue]", got)
 	}
 }

@@ -9,9 +9,9 @@
 //
 // # Use
 //
-//	bs, err := engine.BootstrapFromEnv() // GRPC_XDS_BOOTSTRAP or GRPC_XDS_BOOTSTRAP_CONFIG
+//	bs, err := bootstrap.FromEnv() // GRPC_XDS_BOOTSTRAP or GRPC_XDS_BOOTSTRAP_CONFIG
 //	...
-//	e, err := engine.New(engine.Config{Bootstrap: *bs, Registry: builtin.Registry()})
+//	e, err := engine.New(engine.Config{Bootstrap: bs, Registry: builtin.Registry()})
 //	...
 //	defer e.Close()
 //	cancel := lds.Watch(e, "example.com:443", watcher)

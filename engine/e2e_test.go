@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
@@ -28,7 +29,7 @@ func realClockEngine(t *testing.T, addr string, mutate func(*engine.Config)) *en
 	t.Helper()
 	sw := features.Switches{}
 	cfg := engine.Config{
-		Bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{engine.InsecureServer(addr)}, Node: engine.Node{ID: nodeID}},
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: nodeID}},
 		Registry:  testtype.Registry(),
 		Transport: engine.GRPCTransport(fastDial),
 		Backoff:   func(int) time.Duration { return 20 * time.Millisecond },

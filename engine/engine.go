@@ -15,6 +15,7 @@ import (
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/grpc/codes"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/xdsname"
 	"github.com/xdsengine/xdsengine/registry"
@@ -64,7 +65,7 @@ type Engine struct {
 	closed      bool
 	oldStyle    *authority            // names that are not xdstp:// (A47)
 	authorities map[string]*authority // xdstp:// authorities of the bootstrap
-	channels    map[string]*channel   // by ServerConfig.key
+	channels    map[string]*channel   // by bootstrap.ServerConfig.key
 	byContent   map[contentKey]*entry // cached resources by the hash of their bytes
 }
 
@@ -74,7 +75,7 @@ type Engine struct {
 type authority struct {
 	name             string
 	oldStyle         bool
-	servers          []ServerConfig
+	servers          []bootstrap.ServerConfig
 	reachabilityOnly bool
 	// channels are the servers in use, in priority order; the last one is
 	// active. A71: a fallback is appended while the ones before it stay
@@ -102,6 +103,9 @@ func (a *authority) displayName() string {
 func New(cfg Config) (*Engine, error) {
 	if cfg.Registry == nil || cfg.Registry.Len() == 0 {
 		return nil, errors.New("engine: Config.Registry must hold at least one resource type")
+	}
+	if cfg.Bootstrap == nil {
+		return nil, errors.New("engine: Config.Bootstrap is required")
 	}
 	if len(cfg.Bootstrap.Servers) == 0 {
 		return nil, errors.New("engine: Config.Bootstrap.Servers must list at least one xDS server")
@@ -191,7 +195,7 @@ func New(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-func (e *Engine) newAuthority(name string, servers []ServerConfig, reachabilityOnly bool) *authority {
+func (e *Engine) newAuthority(name string, servers []bootstrap.ServerConfig, reachabilityOnly bool) *authority {
 	if e.switches.DisableFallback && len(servers) > 1 {
 		servers = servers[:1]
 	}
@@ -220,7 +224,7 @@ func (e *Engine) buildNode() *corepb.Node {
 	if e.cfg.UserAgentVersion == "" {
 		node.UserAgentVersionType = &corepb.Node_UserAgentVersion{UserAgentVersion: Version}
 	}
-	if n.Locality != (Locality{}) {
+	if n.Locality != (bootstrap.Locality{}) {
 		node.Locality = &corepb.Locality{Region: n.Locality.Region, Zone: n.Locality.Zone, SubZone: n.Locality.SubZone}
 	}
 	cf := []string{clientFeatureNoOverprovisioning, clientFeatureResourceInSotW}

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"fmt"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/registry"
 )
@@ -11,7 +12,7 @@ import (
 // a bootstrap names and reports those it cannot use, instead of returning
 // an engine that can never connect.
 func ExampleServerChecker() {
-	b, err := engine.ParseBootstrap([]byte(`{
+	b, err := bootstrap.Parse([]byte(`{
 		"xds_servers": [{
 			"server_uri": "istiod.istio-system.svc:15012",
 			"channel_creds": [{"type": "tls", "config": {"ca_certificate_file": "/nonexistent/root-cert.pem"}}],
@@ -22,7 +23,7 @@ func ExampleServerChecker() {
 		fmt.Println(err)
 		return
 	}
-	_, err = engine.New(engine.Config{Bootstrap: *b, Registry: registry.MustNew(greetingType)})
+	_, err = engine.New(engine.Config{Bootstrap: b, Registry: registry.MustNew(greetingType)})
 	fmt.Println(err)
 
 	// A transport of one's own may check too, or not.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/internal/controlplane"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
@@ -29,7 +30,7 @@ func ExampleWatchGraph() {
 	)
 	reg := builtin.Registry()
 	e, err := engine.New(engine.Config{
-		Bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{engine.InsecureServer(cp.Addr())}, Node: engine.Node{ID: "example-node"}},
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(cp.Addr())}, Node: bootstrap.Node{ID: "example-node"}},
 		Registry:  reg,
 	})
 	if err != nil {
@@ -61,7 +62,7 @@ func ExampleWatchGraph() {
 // ExampleNewPool shares one engine per data plane target (gRFC A71).
 func ExampleNewPool() {
 	pool, err := engine.NewPool(engine.Config{
-		Bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{engine.InsecureServer("xds.example:443")}, Node: engine.Node{ID: "n1"}},
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer("xds.example:443")}, Node: bootstrap.Node{ID: "n1"}},
 		Registry:  builtin.Registry(),
 	})
 	if err != nil {
@@ -82,7 +83,7 @@ func ExampleNewPool() {
 }
 
 func ExampleBootstrap_ListenerName() {
-	bs, err := engine.ParseBootstrap([]byte(`{
+	bs, err := bootstrap.Parse([]byte(`{
 		"xds_servers": [{"server_uri": "xds.example:443", "channel_creds": [{"type": "insecure"}]}],
 		"client_default_listener_resource_name_template": "xdstp://mesh.example/envoy.config.listener.v3.Listener/%s",
 		"authorities": {"mesh.example": {}, "edge.example": {}}

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/registry"
 )
@@ -24,7 +25,7 @@ func ExampleConfig_maxResponseBytes() {
 		cache.WithInitialResources(map[string]cachetypes.Resource{"big": big})))
 	defer stop()
 	e, err := engine.New(engine.Config{
-		Bootstrap:        engine.Bootstrap{Servers: []engine.ServerConfig{engine.InsecureServer(addr)}, Node: engine.Node{ID: "example-node"}},
+		Bootstrap:        &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: "example-node"}},
 		Registry:         registry.MustNew(greetingType),
 		MaxResponseBytes: 1024,
 	})

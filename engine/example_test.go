@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/registry"
 )
@@ -24,7 +25,7 @@ func greetingEngine(names ...string) (*engine.Engine, func()) {
 	}
 	addr, stop := serveADS(cache.NewLinearCache(greetingTypeURL, cache.WithInitialResources(res)))
 	e, err := engine.New(engine.Config{
-		Bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{engine.InsecureServer(addr)}, Node: engine.Node{ID: "example-node"}},
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: "example-node"}},
 		Registry:  registry.MustNew(greetingType),
 		Target:    "xds:///example",
 	})
@@ -35,14 +36,14 @@ func greetingEngine(names ...string) (*engine.Engine, func()) {
 }
 
 func ExampleNew() {
-	bs, err := engine.ParseBootstrap([]byte(`{
+	bs, err := bootstrap.Parse([]byte(`{
 		"xds_servers": [{"server_uri": "localhost:18000", "channel_creds": [{"type": "insecure"}]}],
 		"node": {"id": "n1"}
 	}`))
 	if err != nil {
 		log.Fatal(err)
 	}
-	e, err := engine.New(engine.Config{Bootstrap: *bs, Registry: registry.MustNew(greetingType)})
+	e, err := engine.New(engine.Config{Bootstrap: bs, Registry: registry.MustNew(greetingType)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func ExampleWatcherFuncs() {
 func greetingEngineWithTimeout(d time.Duration) (*engine.Engine, func()) {
 	addr, stop := serveADS(cache.NewLinearCache(greetingTypeURL))
 	e, err := engine.New(engine.Config{
-		Bootstrap:       engine.Bootstrap{Servers: []engine.ServerConfig{{URI: "passthrough:///xds.example.com", ChannelCreds: []engine.ChannelCreds{{Type: "insecure"}}}}, Node: engine.Node{ID: "example-node"}},
+		Bootstrap:       &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{{URI: "passthrough:///xds.example.com", ChannelCreds: []bootstrap.ChannelCreds{{Type: "insecure"}}}}, Node: bootstrap.Node{ID: "example-node"}},
 		Registry:        registry.MustNew(greetingType),
 		ResourceTimeout: d,
 		Transport:       engine.GRPCTransport(dialTo(addr)),

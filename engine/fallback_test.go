@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
@@ -24,7 +25,7 @@ func fallbackEngine(t *testing.T, mutate func(*engine.Config), addrs ...string) 
 	return realClockEngine(t, addrs[0], func(c *engine.Config) {
 		c.Bootstrap.Servers = nil
 		for _, a := range addrs {
-			c.Bootstrap.Servers = append(c.Bootstrap.Servers, engine.InsecureServer(a))
+			c.Bootstrap.Servers = append(c.Bootstrap.Servers, bootstrap.InsecureServer(a))
 		}
 		if mutate != nil {
 			mutate(c)
@@ -129,8 +130,8 @@ func TestFallbackOnReachabilityOnly(t *testing.T) {
 	fallback.Set(thingR(name, "fallback-1"))
 	proxy := tcpproxy.Start(t, primary.Addr())
 	e := realClockEngine(t, proxy.Addr(), func(c *engine.Config) {
-		c.Bootstrap.Authorities = map[string]engine.Authority{"endpoints.example": {
-			Servers:                    []engine.ServerConfig{engine.InsecureServer(proxy.Addr()), engine.InsecureServer(fallback.Addr())},
+		c.Bootstrap.Authorities = map[string]bootstrap.Authority{"endpoints.example": {
+			Servers:                    []bootstrap.ServerConfig{bootstrap.InsecureServer(proxy.Addr()), bootstrap.InsecureServer(fallback.Addr())},
 			FallbackOnReachabilityOnly: true,
 		}}
 	})
@@ -161,8 +162,8 @@ func TestFallbackOnReachabilityOnly(t *testing.T) {
 		fallback.Set(thingR(name, "fallback-1"))
 		e := realClockEngine(t, primary.Addr(), func(c *engine.Config) {
 			c.Switches = &features.Switches{DisableEndpointFallback: true}
-			c.Bootstrap.Authorities = map[string]engine.Authority{"endpoints.example": {
-				Servers:                    []engine.ServerConfig{engine.InsecureServer(primary.Addr()), engine.InsecureServer(fallback.Addr())},
+			c.Bootstrap.Authorities = map[string]bootstrap.Authority{"endpoints.example": {
+				Servers:                    []bootstrap.ServerConfig{bootstrap.InsecureServer(primary.Addr()), bootstrap.InsecureServer(fallback.Addr())},
 				FallbackOnReachabilityOnly: true,
 			}}
 		})
@@ -234,9 +235,9 @@ func TestAuthoritiesShareStreamsButNotFallbacks(t *testing.T) {
 	fbB.Set(thingR(nameB, "b"), thingR(nameB2, "b"))
 	proxy := tcpproxy.Start(t, primary.Addr())
 	e := realClockEngine(t, proxy.Addr(), func(c *engine.Config) {
-		c.Bootstrap.Authorities = map[string]engine.Authority{
-			"a.example": {Servers: []engine.ServerConfig{engine.InsecureServer(proxy.Addr()), engine.InsecureServer(fbA.Addr())}},
-			"b.example": {Servers: []engine.ServerConfig{engine.InsecureServer(proxy.Addr()), engine.InsecureServer(fbB.Addr())}},
+		c.Bootstrap.Authorities = map[string]bootstrap.Authority{
+			"a.example": {Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(proxy.Addr()), bootstrap.InsecureServer(fbA.Addr())}},
+			"b.example": {Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(proxy.Addr()), bootstrap.InsecureServer(fbB.Addr())}},
 		}
 	})
 	wa, wb := watchrec.New(), watchrec.New()
@@ -273,7 +274,7 @@ func TestPoolFallsBackPerTarget(t *testing.T) {
 	proxy := tcpproxy.Start(t, primary.Addr())
 	sw := features.Switches{}
 	pool, err := engine.NewPool(engine.Config{
-		Bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{engine.InsecureServer(proxy.Addr()), engine.InsecureServer(fallback.Addr())}, Node: engine.Node{ID: nodeID}},
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(proxy.Addr()), bootstrap.InsecureServer(fallback.Addr())}, Node: bootstrap.Node{ID: nodeID}},
 		Registry:  testtype.Registry(),
 		Transport: engine.GRPCTransport(fastDial),
 		Backoff:   func(int) time.Duration { return 20 * time.Millisecond },
@@ -319,7 +320,7 @@ func TestPoolFallsBackPerTarget(t *testing.T) {
 func TestNameErrors(t *testing.T) {
 	primary := mgmt.Start(t, mgmt.Options{Name: "primary"})
 	e := realClockEngine(t, primary.Addr(), func(c *engine.Config) {
-		c.Bootstrap.Authorities = map[string]engine.Authority{"known.example": {}}
+		c.Bootstrap.Authorities = map[string]bootstrap.Authority{"known.example": {}}
 	})
 	tests := []struct {
 		name string

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/fakeclock"
@@ -140,12 +141,12 @@ func (env *fuzzEnv) start(t *testing.T) {
 	// fail_on_data_errors: a data error drops a cached resource, so that
 	// a response wrongly treated as a deletion shows in Dump as a lost
 	// resource, not only as a state.
-	server := engine.InsecureServer(env.srv.Addr(), features.NameFailOnDataErrors)
+	server := bootstrap.InsecureServer(env.srv.Addr(), features.NameFailOnDataErrors)
 	cfg := engine.Config{
-		Bootstrap: engine.Bootstrap{
-			Servers:     []engine.ServerConfig{server},
-			Node:        engine.Node{ID: nodeID},
-			Authorities: map[string]engine.Authority{fuzzAuthority: {}},
+		Bootstrap: &bootstrap.Bootstrap{
+			Servers:     []bootstrap.ServerConfig{server},
+			Node:        bootstrap.Node{ID: nodeID},
+			Authorities: map[string]bootstrap.Authority{fuzzAuthority: {}},
 		},
 		Registry: testtype.Registry(),
 		// Never advanced: no does-not-exist timer or backoff runs, so

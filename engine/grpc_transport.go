@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -11,86 +10,56 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
+
+	"github.com/xdsengine/xdsengine/bootstrap"
 )
 
 // GRPCTransport returns the default TransportBuilder: one gRPC client
-// connection per xDS server, plus any dial options given here (for example
-// a custom dialer in tests), with the credentials the server's bootstrap
-// entry names, understood as gRPC understands them:
-//
-//   - "channel_creds": the first entry of a type listed below is used, the
-//     others are ignored (gRFC A27).
-//   - "insecure": plaintext; its config is ignored.
-//   - "google_default": gRPC's Google default credentials
-//     (google.golang.org/grpc/credentials/google), as Traffic Director and
-//     Cloud Service Mesh bootstraps use: TLS with the system's roots and
-//     OAuth tokens from Application Default Credentials. Off Google Cloud
-//     without ADC, the channel is TLS without a token; its config is
-//     ignored.
-//   - "tls" (gRFC A65): TLS, with config "ca_certificate_file" (roots;
-//     default the system's), "certificate_file" and "private_key_file"
-//     (a client certificate for mTLS, both or neither, in one directory),
-//     and "refresh_interval" (a protobuf JSON Duration, default "600s").
-//     The files are re-read every refresh_interval by grpc-go's
-//     file_watcher provider, and each new connection uses what was read
-//     last, so rotated certificates need no restart. The watcher stops
-//     when the transport closes.
-//   - "call_creds" (gRFC A97): every entry of a type listed below is used,
-//     others are ignored. "jwt_token_file", config {"jwt_token_file":
-//     path}, sends "authorization: Bearer <token>" read from the file
-//     (google.golang.org/grpc/credentials/jwt), re-read before the token's
-//     "exp". gRPC sends such tokens only over a secure channel: grpc-go
-//     accepts a bootstrap with call_creds on "insecure" channel_creds but
-//     then cannot create the channel ("the credentials require transport
-//     level security"), so no request ever reaches the server. This
-//     transport refuses the same combination, and reports it from
-//     CheckServer, so that [New] fails at once. (grpc-go reads call_creds
-//     only with GRPC_EXPERIMENTAL_XDS_BOOTSTRAP_CALL_CREDS=true; this
-//     transport always does.)
+// connection per xDS server, with the credentials the server's bootstrap
+// entry names, understood as gRPC understands them
+// ([bootstrap.DefaultCredentials] lists the types and their meaning), plus
+// any dial options given here (for example a custom dialer in tests).
 //
 // The builder implements [ServerChecker]: it validates the configs of the
 // credentials it would use and reads every file they name, so that a
 // missing, unreadable or malformed file, or a certificate that does not
 // match its key, fails [New] with the field and the file named.
 func GRPCTransport(opts ...grpc.DialOption) TransportBuilder {
-	return grpcTransportBuilder{opts: opts, creds: builtinCredsTypes()}
+	return GRPCTransportWithCredentials(bootstrap.DefaultCredentials(), opts...)
+}
+
+// GRPCTransportWithCredentials is [GRPCTransport] with a set of credential
+// types of the program's own, the same set its bootstrap was parsed with
+// (bootstrap.Parser).
+func GRPCTransportWithCredentials(creds bootstrap.Credentials, opts ...grpc.DialOption) TransportBuilder {
+	return grpcTransportBuilder{opts: opts, creds: creds}
 }
 
 type grpcTransportBuilder struct {
 	opts  []grpc.DialOption
-	creds credsTypes
+	creds bootstrap.Credentials
 }
 
-func (b grpcTransportBuilder) Build(s ServerConfig, o TransportOptions) (Transport, error) {
-	sc, err := b.creds.build(s)
+func (b grpcTransportBuilder) Build(s bootstrap.ServerConfig, o TransportOptions) (Transport, error) {
+	sc, err := b.creds.Build(s)
 	if err != nil {
 		return nil, fmt.Errorf("xDS server %s: %w", s.URI, err)
 	}
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(sc.channel.transport)}
-	if sc.channel.perRPC != nil {
-		opts = append(opts, grpc.WithPerRPCCredentials(sc.channel.perRPC))
-	}
-	for _, c := range sc.call {
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(sc.Transport)}
+	for _, c := range sc.PerRPC {
 		opts = append(opts, grpc.WithPerRPCCredentials(c))
 	}
 	cc, err := grpc.NewClient(s.URI, append(opts, b.opts...)...)
 	if err != nil {
-		sc.close()
+		sc.Close()
 		return nil, fmt.Errorf("xDS server %s: %w", s.URI, err)
 	}
-	return &grpcTransport{cc: cc, maxRecv: o.MaxResponseBytes, closeCreds: sc.close}, nil
+	return &grpcTransport{cc: cc, maxRecv: o.MaxResponseBytes, closeCreds: sc.Close}, nil
 }
 
 // CheckServer implements [ServerChecker].
-func (b grpcTransportBuilder) CheckServer(s ServerConfig) error {
-	return errors.Join(b.creds.checkServer(s, true)...)
-}
-
-// SupportedChannelCreds reports whether the default transport supports a
-// channel_creds type: "google_default", "insecure" or "tls".
-func SupportedChannelCreds(typ string) bool {
-	_, ok := builtinCredsTypes().channel[typ]
-	return ok
+func (b grpcTransportBuilder) CheckServer(s bootstrap.ServerConfig) error {
+	return b.creds.Check(s)
 }
 
 type grpcTransport struct {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/fakeclock"
@@ -49,15 +50,15 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 		o.servers = 1
 	}
 	f := &fixture{t: t, clock: fakeclock.New(time.Unix(1_700_000_000, 0))}
-	var servers []engine.ServerConfig
+	var servers []bootstrap.ServerConfig
 	for i := 0; i < o.servers; i++ {
 		s := scriptedads.Start(t)
 		f.servers = append(f.servers, s)
-		servers = append(servers, engine.InsecureServer(s.Addr(), o.serverFeatures...))
+		servers = append(servers, bootstrap.InsecureServer(s.Addr(), o.serverFeatures...))
 	}
 	sw := o.switches
 	cfg := engine.Config{
-		Bootstrap: engine.Bootstrap{Servers: servers, Node: engine.Node{ID: nodeID}},
+		Bootstrap: &bootstrap.Bootstrap{Servers: servers, Node: bootstrap.Node{ID: nodeID}},
 		Registry:  testtype.Registry(),
 		Clock:     f.clock,
 		Switches:  &sw,

@@ -2,15 +2,11 @@ package engine
 
 import (
 	"errors"
-	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
 
 	statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
-
-	"github.com/xdsengine/xdsengine/internal/xdsname"
 )
 
 // Pool hands out one shared Engine per data plane target (gRFC A71):
@@ -126,41 +122,4 @@ func (p *Pool) Close() error {
 		errs = append(errs, pe.e.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// ListenerName returns the Listener resource name for a data plane target
-// such as "xds:///example.com:443" or "xds://authority.example/svc"
-// (gRFC A47): a target with an authority uses that authority's
-// client_listener_resource_name_template (by default
-// "xdstp://<authority>/envoy.config.listener.v3.Listener/%s"), one without
-// uses client_default_listener_resource_name_template (by default "%s").
-// A target that is not a URI is taken as the name part itself.
-func (b *Bootstrap) ListenerName(target string) (string, error) {
-	authority, endpoint := "", target
-	if u, err := url.Parse(target); err == nil && u.Scheme != "" && (u.Opaque != "" || u.Host != "" || u.Path != "") {
-		authority = u.Host
-		endpoint = strings.TrimPrefix(u.Path, "/")
-		if u.Opaque != "" {
-			endpoint = u.Opaque
-		}
-	}
-	if endpoint == "" {
-		return "", fmt.Errorf("target %q: no endpoint name", target)
-	}
-	if authority == "" {
-		tmpl := b.ClientDefaultListenerResourceNameTemplate
-		if tmpl == "" {
-			tmpl = "%s"
-		}
-		return xdsname.ExpandTemplate(tmpl, endpoint), nil
-	}
-	a, ok := b.Authorities[authority]
-	if !ok {
-		return "", fmt.Errorf("target %q: authority %q is not in the bootstrap", target, authority)
-	}
-	tmpl := a.ClientListenerResourceNameTemplate
-	if tmpl == "" {
-		tmpl = "xdstp://" + url.PathEscape(authority) + "/envoy.config.listener.v3.Listener/%s"
-	}
-	return xdsname.ExpandTemplate(tmpl, endpoint), nil
 }

@@ -3,14 +3,15 @@ package engine_test
 import (
 	"testing"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
 )
 
 func TestListenerName(t *testing.T) {
-	b := &engine.Bootstrap{
+	b := &bootstrap.Bootstrap{
 		ClientDefaultListenerResourceNameTemplate: "xdstp://def/envoy.config.listener.v3.Listener/%s",
-		Authorities: map[string]engine.Authority{
+		Authorities: map[string]bootstrap.Authority{
 			"a.example": {},
 			"b.example": {ClientListenerResourceNameTemplate: "xdstp://b.example/envoy.config.listener.v3.Listener/grpc/client/%s?k=v"},
 		},
@@ -36,7 +37,7 @@ func TestListenerName(t *testing.T) {
 			t.Errorf("ListenerName(%q) = %q, %v; want %q", tc.target, got, err, tc.want)
 		}
 	}
-	old := &engine.Bootstrap{}
+	old := &bootstrap.Bootstrap{}
 	if got, _ := old.ListenerName("xds:///svc"); got != "svc" {
 		t.Errorf("default template: got %q, want svc", got)
 	}
@@ -44,7 +45,7 @@ func TestListenerName(t *testing.T) {
 
 func TestPoolSharesAndReleases(t *testing.T) {
 	p, err := engine.NewPool(engine.Config{
-		Bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{engine.InsecureServer("localhost:1")}},
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer("localhost:1")}},
 		Registry:  testtype.Registry(),
 	})
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/xdsengine/xdsengine/bootstrap"
 )
 
 // ServerChecker is an optional interface of a [TransportBuilder]: a
@@ -27,18 +29,18 @@ import (
 // A joined error (errors.Join) is reported one line per error, each so
 // prefixed.
 type ServerChecker interface {
-	CheckServer(s ServerConfig) error
+	CheckServer(s bootstrap.ServerConfig) error
 }
 
 // checkServers runs the transport's ServerChecker, if it has one, over
 // every server of b, reporting all problems at once.
-func checkServers(tb TransportBuilder, b Bootstrap) error {
+func checkServers(tb TransportBuilder, b *bootstrap.Bootstrap) error {
 	c, ok := tb.(ServerChecker)
 	if !ok {
 		return nil
 	}
 	var errs []error
-	check := func(path string, s ServerConfig) {
+	check := func(path string, s bootstrap.ServerConfig) {
 		err := c.CheckServer(s)
 		if err == nil {
 			return
@@ -52,11 +54,11 @@ func checkServers(tb TransportBuilder, b Bootstrap) error {
 		}
 	}
 	for i, s := range b.Servers {
-		check(bsIndex("xds_servers", i), s)
+		check(fmt.Sprintf("xds_servers[%d]", i), s)
 	}
 	for _, name := range slices.Sorted(maps.Keys(b.Authorities)) {
 		for i, s := range b.Authorities[name].Servers {
-			check(bsIndex(bsKey("authorities", name)+".xds_servers", i), s)
+			check(fmt.Sprintf("authorities[%q].xds_servers[%d]", name, i), s)
 		}
 	}
 	return errors.Join(errs...)

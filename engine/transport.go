@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/xdsengine/xdsengine/bootstrap"
 )
 
 // ADSMethod is the full gRPC method name of the SotW ADS stream.
@@ -13,7 +15,7 @@ const ADSMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/Stream
 // one transport per distinct server and closes it when no authority uses
 // the server any more.
 type TransportBuilder interface {
-	Build(server ServerConfig, opts TransportOptions) (Transport, error)
+	Build(server bootstrap.ServerConfig, opts TransportOptions) (Transport, error)
 }
 
 // TransportOptions are the engine's settings a transport must apply.

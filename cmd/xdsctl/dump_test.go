@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/csds"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
@@ -73,8 +74,8 @@ func TestDumpBootstrap(t *testing.T) {
 func TestDumpWaitPasses(t *testing.T) {
 	srv := mgmt.Start(t, mgmt.Options{})
 	srv.Set(mgmt.R("route-1", xdsbuild.RouteConfig("route-1", "c1")))
-	t.Setenv(engine.EnvBootstrapFile, "")
-	t.Setenv(engine.EnvBootstrapConfig, bootstrapJSON(srv.Addr()))
+	t.Setenv(bootstrap.EnvFile, "")
+	t.Setenv(bootstrap.EnvConfig, bootstrapJSON(srv.Addr()))
 
 	// With the real timer alone, route-1 had to arrive within 300 ms, a
 	// race that a loaded machine (or a frozen, CPU-throttled one) loses:
@@ -164,11 +165,11 @@ func TestDumpCSDS(t *testing.T) {
 	// The "running client": an engine watching the listener, with a
 	// CSDS service.
 	reg := builtin.Registry()
-	bs, err := engine.ParseBootstrap([]byte(bootstrapJSON(srv.Addr())))
+	bs, err := bootstrap.Parse([]byte(bootstrapJSON(srv.Addr())))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(engine.Config{Bootstrap: *bs, Registry: reg, Target: "listener.example"})
+	e, err := engine.New(engine.Config{Bootstrap: bs, Registry: reg, Target: "listener.example"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/builtin"
@@ -250,22 +251,22 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 }
 
 // loadBootstrap reads --bootstrap, or the environment as gRPC does.
-func (f *engineFlags) loadBootstrap() (*engine.Bootstrap, error) {
+func (f *engineFlags) loadBootstrap() (*bootstrap.Bootstrap, error) {
 	if f.bootstrap != "" {
 		data, err := os.ReadFile(f.bootstrap)
 		if err != nil {
 			return nil, fmt.Errorf("reading bootstrap: %w", err)
 		}
-		bs, err := engine.ParseBootstrap(data)
+		bs, err := bootstrap.Parse(data)
 		if err != nil {
 			return nil, fmt.Errorf("bootstrap file %s:\n%w", f.bootstrap, err)
 		}
 		return bs, nil
 	}
-	bs, err := engine.BootstrapFromEnv()
-	if errors.Is(err, engine.ErrNoBootstrap) {
+	bs, err := bootstrap.FromEnv()
+	if errors.Is(err, bootstrap.ErrNotSet) {
 		return nil, usageErrorf("no bootstrap: pass --bootstrap FILE, or set %s (a file) or %s (the JSON)",
-			engine.EnvBootstrapFile, engine.EnvBootstrapConfig)
+			bootstrap.EnvFile, bootstrap.EnvConfig)
 	}
 	return bs, err
 }
@@ -281,7 +282,7 @@ func (f *engineFlags) newEngine(target string, stderr io.Writer) (*engine.Engine
 	}
 	reg := builtin.Registry()
 	cfg := engine.Config{
-		Bootstrap:        *bs,
+		Bootstrap:        bs,
 		Registry:         reg,
 		ResourceTimeout:  f.resourceTimeout,
 		Target:           target,

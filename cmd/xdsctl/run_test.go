@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/types/eds"
 	"github.com/xdsengine/xdsengine/types/lds"
@@ -87,8 +87,8 @@ func TestUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No bootstrap in the environment unless a case says so.
-	t.Setenv(engine.EnvBootstrapFile, "")
-	t.Setenv(engine.EnvBootstrapConfig, "")
+	t.Setenv(bootstrap.EnvFile, "")
+	t.Setenv(bootstrap.EnvConfig, "")
 
 	for _, tc := range []struct {
 		args     []string

@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/grpc/status"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/internal/controlplane"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
@@ -150,9 +151,9 @@ func askedFor(reg *registry.Registry, srv *controlplane.Server) []string {
 
 func newEngine(addr string, reg *registry.Registry) (*engine.Engine, error) {
 	return engine.New(engine.Config{
-		Bootstrap: engine.Bootstrap{
-			Servers: []engine.ServerConfig{engine.InsecureServer(addr)},
-			Node:    engine.Node{ID: "compose-example"},
+		Bootstrap: &bootstrap.Bootstrap{
+			Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)},
+			Node:    bootstrap.Node{ID: "compose-example"},
 		},
 		Registry: reg,
 	})

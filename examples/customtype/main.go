@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/internal/controlplane"
 	"github.com/xdsengine/xdsengine/registry"
@@ -56,9 +57,9 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	e, err := engine.New(engine.Config{
-		Bootstrap: engine.Bootstrap{
-			Servers: []engine.ServerConfig{engine.InsecureServer(srv.Addr())},
-			Node:    engine.Node{ID: "customtype-example"},
+		Bootstrap: &bootstrap.Bootstrap{
+			Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(srv.Addr())},
+			Node:    bootstrap.Node{ID: "customtype-example"},
 		},
 		Registry: reg,
 	})

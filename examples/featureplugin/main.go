@@ -13,6 +13,7 @@ import (
 	clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"google.golang.org/grpc/status"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/controlplane"
@@ -59,7 +60,7 @@ func main() {
 // bootstrap is gRPC's xDS bootstrap file, as a deployment would write it,
 // with the server's address, its server_features and the node ID to fill
 // in.
-const bootstrap = `{
+const bootstrapTemplate = `{
   "xds_servers": [{
     "server_uri": %q,
     "channel_creds": [{"type": "insecure"}],
@@ -79,7 +80,7 @@ type event struct {
 // client is one engine with one watch on the Cluster "backend".
 type client struct {
 	name   string
-	bs     *engine.Bootstrap
+	bs     *bootstrap.Bootstrap
 	e      *engine.Engine
 	events chan event
 	cancel func()
@@ -90,12 +91,12 @@ func newClient(name, serverAddr string, serverFeatures ...string) (*client, erro
 	if err != nil {
 		return nil, err
 	}
-	bs, err := engine.ParseBootstrap(fmt.Appendf(nil, bootstrap, serverAddr, list, name))
+	bs, err := bootstrap.Parse(fmt.Appendf(nil, bootstrapTemplate, serverAddr, list, name))
 	if err != nil {
 		return nil, err
 	}
 	e, err := engine.New(engine.Config{
-		Bootstrap: *bs,
+		Bootstrap: bs,
 		Registry:  builtin.Registry(),
 		// Both clients know the feature; only a bootstrap that names it
 		// turns it on.

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/controlplane"
@@ -91,8 +92,8 @@ func run(ctx context.Context, out io.Writer) error {
 	if err := os.WriteFile(path, []byte(bootstrapJSON(primary.Addr(), fallback.Addr())), 0o600); err != nil {
 		return err
 	}
-	os.Setenv(engine.EnvBootstrapFile, path)
-	bs, err := engine.BootstrapFromEnv()
+	os.Setenv(bootstrap.EnvFile, path)
+	bs, err := bootstrap.FromEnv()
 	if err != nil {
 		return err
 	}
@@ -100,7 +101,7 @@ func run(ctx context.Context, out io.Writer) error {
 
 	reg := builtin.Registry()
 	e, err := engine.New(engine.Config{
-		Bootstrap: *bs,
+		Bootstrap: bs,
 		Registry:  reg,
 		Switches:  &features.Switches{},
 		Target:    "xds:///" + listenerName,

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/controlplane"
@@ -292,16 +293,16 @@ func newHarness(t *testing.T, cfg soakConfig) *harness {
 	// The fallback drops cached resources on data errors and makes its
 	// does-not-exist timer a transient error (A88), so that those paths
 	// run too; the primary keeps A88's defaults.
-	servers := []engine.ServerConfig{
-		engine.InsecureServer(h.servers[0].proxy.Addr()),
-		engine.InsecureServer(h.servers[1].proxy.Addr(), features.NameFailOnDataErrors, features.NameResourceTimerIsTransientError),
+	servers := []bootstrap.ServerConfig{
+		bootstrap.InsecureServer(h.servers[0].proxy.Addr()),
+		bootstrap.InsecureServer(h.servers[1].proxy.Addr(), features.NameFailOnDataErrors, features.NameResourceTimerIsTransientError),
 	}
 	h.checker.dropServer = servers[1].URI
 	e, err := engine.New(engine.Config{
-		Bootstrap: engine.Bootstrap{
+		Bootstrap: &bootstrap.Bootstrap{
 			Servers: servers,
-			Node:    engine.Node{ID: "soak"},
-			Authorities: map[string]engine.Authority{
+			Node:    bootstrap.Node{ID: "soak"},
+			Authorities: map[string]bootstrap.Authority{
 				ledsAuthority: {Servers: servers, FallbackOnReachabilityOnly: true},
 			},
 		},

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
@@ -84,10 +85,10 @@ func TestGraphEndToEnd(t *testing.T) {
 
 	reg := builtin.Registry()
 	e, err := engine.New(engine.Config{
-		Bootstrap: engine.Bootstrap{
-			Servers:     []engine.ServerConfig{engine.InsecureServer(srv.Addr())},
-			Node:        engine.Node{ID: "graph-test"},
-			Authorities: map[string]engine.Authority{"endpoints.example": {}},
+		Bootstrap: &bootstrap.Bootstrap{
+			Servers:     []bootstrap.ServerConfig{bootstrap.InsecureServer(srv.Addr())},
+			Node:        bootstrap.Node{ID: "graph-test"},
+			Authorities: map[string]bootstrap.Authority{"endpoints.example": {}},
 		},
 		Registry: reg,
 		Transport: engine.GRPCTransport(grpc.WithConnectParams(grpc.ConnectParams{
@@ -189,8 +190,8 @@ func TestGraphString(t *testing.T) {
 		mgmt.Wrapped(collectionZ2, xdsbuild.Collection("10.0.1.1:80", "[::1]:81")))...)
 	reg := builtin.Registry()
 	e, err := engine.New(engine.Config{
-		Bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{engine.InsecureServer(srv.Addr())}, Node: engine.Node{ID: "n"},
-			Authorities: map[string]engine.Authority{"endpoints.example": {}}},
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(srv.Addr())}, Node: bootstrap.Node{ID: "n"},
+			Authorities: map[string]bootstrap.Authority{"endpoints.example": {}}},
 		Registry: reg,
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
@@ -41,7 +42,7 @@ func TestEndpointFallbackSwitch(t *testing.T) {
 			t.Setenv(features.EnvEndpointFallback, tc.env)
 			srv := scriptedads.Start(t)
 			e, err := engine.New(engine.Config{
-				Bootstrap: engine.Bootstrap{Servers: []engine.ServerConfig{engine.InsecureServer(srv.Addr())}, Node: engine.Node{ID: "n"}},
+				Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(srv.Addr())}, Node: bootstrap.Node{ID: "n"}},
 				Registry:  builtin.Registry(),
 				Switches:  tc.switches,
 			})

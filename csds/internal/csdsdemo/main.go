@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/csds"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/internal/controlplane"
@@ -49,9 +50,9 @@ func run(ctx context.Context, addr string) error {
 
 	reg := builtin.Registry()
 	e, err := engine.New(engine.Config{
-		Bootstrap: engine.Bootstrap{
-			Servers: []engine.ServerConfig{engine.InsecureServer(cp.Addr())},
-			Node:    engine.Node{ID: "csdsdemo"},
+		Bootstrap: &bootstrap.Bootstrap{
+			Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(cp.Addr())},
+			Node:    bootstrap.Node{ID: "csdsdemo"},
 		},
 		Registry: reg,
 		Target:   "xds:///listener.example",

@@ -1,4 +1,4 @@
-package engine_test
+package bootstrap_test
 
 import (
 	"bytes"
@@ -14,10 +14,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/bootstrap"
 )
 
-// FuzzParseBootstrap checks what holds for ParseBootstrap whatever
+// FuzzParse checks what holds for Parse whatever
 // credential types or fields it learns: it never panics and is
 // deterministic; an error is reported one problem per line, each line
 // "bootstrap: <path>: <problem>" (a JSON syntax error is one such line);
@@ -26,7 +26,7 @@ import (
 // type and, if any, a config that is a JSON object, and every authority's
 // listener template starts with xdstp://<authority>/ (raw or, as grpc-go
 // writes it, percent-encoded).
-func FuzzParseBootstrap(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, in := range bootstrapTableInputs(f) {
 		f.Add([]byte(in))
 	}
@@ -44,14 +44,14 @@ func FuzzParseBootstrap(f *testing.F) {
 		f.Add([]byte(in))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		b, err := engine.ParseBootstrap(data)
-		b2, err2 := engine.ParseBootstrap(data)
+		b, err := bootstrap.Parse(data)
+		b2, err2 := bootstrap.Parse(data)
 		if err != nil {
 			if b != nil {
-				t.Errorf("ParseBootstrap returned %+v with its error", b)
+				t.Errorf("Parse returned %+v with its error", b)
 			}
 			if err2 == nil || err2.Error() != err.Error() {
-				t.Errorf("ParseBootstrap is not deterministic: %q, then %v", err, err2)
+				t.Errorf("Parse is not deterministic: %q, then %v", err, err2)
 			}
 			for _, line := range strings.Split(err.Error(), "\n") {
 				if !strings.HasPrefix(line, "bootstrap: ") {
@@ -61,10 +61,10 @@ func FuzzParseBootstrap(f *testing.F) {
 			return
 		}
 		if err2 != nil {
-			t.Fatalf("ParseBootstrap is not deterministic: succeeded, then %v", err2)
+			t.Fatalf("Parse is not deterministic: succeeded, then %v", err2)
 		}
 		if diff := cmp.Diff(b, b2, protocmp.Transform()); diff != "" {
-			t.Errorf("ParseBootstrap is not deterministic (-first +second):\n%s", diff)
+			t.Errorf("Parse is not deterministic (-first +second):\n%s", diff)
 		}
 		if len(b.Servers) == 0 {
 			t.Errorf("no xds_servers in %+v", b)
@@ -80,7 +80,7 @@ func FuzzParseBootstrap(f *testing.F) {
 	})
 }
 
-func checkServers(t *testing.T, where string, servers []engine.ServerConfig) {
+func checkServers(t *testing.T, where string, servers []bootstrap.ServerConfig) {
 	t.Helper()
 	for i, s := range servers {
 		if s.URI == "" {

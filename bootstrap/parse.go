@@ -1,79 +1,42 @@
-package engine
+package bootstrap
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"os"
-	"slices"
-	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// Environment variables read by [BootstrapFromEnv], the same ones gRPC
-// reads.
-const (
-	// EnvBootstrapFile names a file holding the bootstrap JSON. It takes
-	// precedence over EnvBootstrapConfig.
-	EnvBootstrapFile = "GRPC_XDS_BOOTSTRAP"
-	// EnvBootstrapConfig holds the bootstrap JSON itself.
-	EnvBootstrapConfig = "GRPC_XDS_BOOTSTRAP_CONFIG"
-)
-
-// ErrNoBootstrap is returned (wrapped) by [BootstrapFromEnv] when neither
-// bootstrap variable is set, so that a caller can fall back to a
-// configuration of its own.
-var ErrNoBootstrap = errors.New("bootstrap: neither " + EnvBootstrapFile + " (a file path) nor " + EnvBootstrapConfig + " (inline JSON) is set")
-
-// BootstrapFromEnv reads the bootstrap the way gRPC does: from the file
-// named by GRPC_XDS_BOOTSTRAP if that is set, else from the JSON in
-// GRPC_XDS_BOOTSTRAP_CONFIG. An empty variable counts as unset. If neither
-// is set the error wraps [ErrNoBootstrap]; an unreadable file gives an
-// error naming the file and the variable.
-func BootstrapFromEnv() (*Bootstrap, error) {
-	if path := os.Getenv(EnvBootstrapFile); path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			// The PathError repeats the path and says "open"; unwrap it
-			// so the message names the path once, with the variable.
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return nil, fmt.Errorf("bootstrap: reading file %q named by %s: %w", path, EnvBootstrapFile, err)
-		}
-		b, err := ParseBootstrap(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s file %q: %w", EnvBootstrapFile, path, err)
-		}
-		return b, nil
-	}
-	if config := os.Getenv(EnvBootstrapConfig); config != "" {
-		b, err := ParseBootstrap([]byte(config))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", EnvBootstrapConfig, err)
-		}
-		return b, nil
-	}
-	return nil, ErrNoBootstrap
+// Parser parses bootstraps with a set of credential types. The zero value
+// uses [DefaultCredentials]; a Parser is a plain value, so a program adds a
+// credential type of its own without touching any global state:
+//
+//	p := bootstrap.Parser{Credentials: bootstrap.DefaultCredentials().WithChannelCreds(myType)}
+//	bs, err := p.FromEnv()
+type Parser struct {
+	// Credentials are the credential types whose configs are validated,
+	// and at least one of which each server's "channel_creds" must list.
+	Credentials Credentials
 }
 
-// ParseBootstrap parses gRPC's xDS bootstrap JSON (the same file gRPC
+// Parse parses a bootstrap with the default credential types: see
+// [Parser.Parse].
+func Parse(data []byte) (*Bootstrap, error) { return Parser{}.Parse(data) }
+
+// Parse parses gRPC's xDS bootstrap JSON (the same file gRPC
 // uses; gRFC A27, A47, A65, A71, A95, A97).
 //
 // The input must be a JSON object with a non-empty "xds_servers" array.
 // Each server needs a non-empty "server_uri" and a non-empty
 // "channel_creds" array whose entries each have a "type"; at least one type
-// must be one this library supports: "google_default", "insecure" or "tls"
-// (see [GRPCTransport] for their meaning). "call_creds" is optional; its
-// entries need a "type" too, and those of a supported type
-// ("jwt_token_file") are validated while the others are ignored, as gRPC
-// does. All entries are kept in order. "node", "authorities", the two
+// must be one the parser's [Credentials] know: by default
+// "google_default", "insecure" or "tls" (see [DefaultCredentials] for
+// their meaning). "call_creds" is optional; its entries need a "type"
+// too, and those of a known type (by default "jwt_token_file") are
+// validated while the others are ignored, as gRPC does. All entries are kept in order. "node", "authorities", the two
 // listener resource name templates and "certificate_providers" are
 // optional. An authority's "client_listener_resource_name_template", if
 // set, must start with "xdstp://<authority name>/".
@@ -87,8 +50,8 @@ func BootstrapFromEnv() (*Bootstrap, error) {
 // as "600s"; a "jwt_token_file" config needs "jwt_token_file". A
 // certificate provider whose "plugin_name" is "file_watcher" must have a
 // config of the same form naming at least one file. Whether the files
-// exist and hold what they should is checked by [New] (see
-// [ServerChecker]).
+// exist and hold what they should is checked by [Credentials.Check], which
+// an engine runs when it is built.
 //
 // As A27 requires, unknown fields are ignored at every level, and so is
 // everything in "node" besides id, cluster, locality and metadata. A field
@@ -102,7 +65,7 @@ func BootstrapFromEnv() (*Bootstrap, error) {
 //	bootstrap: xds_servers[0].server_uri: must be a non-empty string
 //	bootstrap: xds_servers[0].channel_creds[0].config.refresh_interval: want a protobuf JSON Duration such as "600s", got 600: ...
 //	bootstrap: node.locality.zone: want string, got number
-func ParseBootstrap(data []byte) (*Bootstrap, error) {
+func (p Parser) Parse(data []byte) (*Bootstrap, error) {
 	var raw json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		var se *json.SyntaxError
@@ -111,49 +74,49 @@ func ParseBootstrap(data []byte) (*Bootstrap, error) {
 		}
 		return nil, fmt.Errorf("bootstrap: invalid JSON: %w", err)
 	}
-	if k := bsKind(raw); k != "object" {
+	if k := jsonKind(raw); k != "object" {
 		return nil, fmt.Errorf("bootstrap: top level: want object, got %s", k)
 	}
-	p := bootstrapParser{creds: builtinCredsTypes()}
-	b := p.parse(raw)
-	if len(p.errs) > 0 {
-		return nil, errors.Join(p.errs...)
+	ps := parser{creds: p.Credentials.orDefault()}
+	b := ps.parse(raw)
+	if len(ps.errs) > 0 {
+		return nil, errors.Join(ps.errs...)
 	}
 	return b, nil
 }
 
-// bootstrapParser walks the decoded JSON, collecting one error per
+// parser walks the decoded JSON, collecting one error per
 // problem so that a user fixes a bootstrap in one round.
-type bootstrapParser struct {
+type parser struct {
 	errs  []error
-	creds credsTypes // the types whose configs are validated
+	creds Credentials // the types whose configs are validated
 }
 
-func (p *bootstrapParser) fail(path, format string, args ...any) {
+func (p *parser) fail(path, format string, args ...any) {
 	p.errs = append(p.errs, fmt.Errorf("bootstrap: %s: %s", path, fmt.Sprintf(format, args...)))
 }
 
-func (p *bootstrapParser) parse(raw json.RawMessage) *Bootstrap {
+func (p *parser) parse(raw json.RawMessage) *Bootstrap {
 	root, _ := p.object("top level", raw)
 	b := &Bootstrap{}
-	if v, ok := bsField(root, "xds_servers"); ok {
+	if v, ok := jsonField(root, "xds_servers"); ok {
 		b.Servers = p.servers("xds_servers", v, true)
 	} else {
 		p.fail("xds_servers", "is required")
 	}
-	if v, ok := bsField(root, "node"); ok {
+	if v, ok := jsonField(root, "node"); ok {
 		b.Node = p.node("node", v)
 	}
-	if v, ok := bsField(root, "authorities"); ok {
+	if v, ok := jsonField(root, "authorities"); ok {
 		b.Authorities = p.authorities("authorities", v)
 	}
-	if v, ok := bsField(root, "client_default_listener_resource_name_template"); ok {
+	if v, ok := jsonField(root, "client_default_listener_resource_name_template"); ok {
 		b.ClientDefaultListenerResourceNameTemplate, _ = p.str("client_default_listener_resource_name_template", v)
 	}
-	if v, ok := bsField(root, "server_listener_resource_name_template"); ok {
+	if v, ok := jsonField(root, "server_listener_resource_name_template"); ok {
 		b.ServerListenerResourceNameTemplate, _ = p.str("server_listener_resource_name_template", v)
 	}
-	if v, ok := bsField(root, "certificate_providers"); ok {
+	if v, ok := jsonField(root, "certificate_providers"); ok {
 		b.CertificateProviders = p.certificateProviders("certificate_providers", v)
 	}
 	return b
@@ -161,7 +124,7 @@ func (p *bootstrapParser) parse(raw json.RawMessage) *Bootstrap {
 
 // servers parses an "xds_servers" array. At the top level it must not be
 // empty; in an authority an empty list means the top-level one.
-func (p *bootstrapParser) servers(path string, raw json.RawMessage, required bool) []ServerConfig {
+func (p *parser) servers(path string, raw json.RawMessage, required bool) []ServerConfig {
 	list, ok := p.array(path, raw)
 	if !ok {
 		return nil
@@ -172,14 +135,14 @@ func (p *bootstrapParser) servers(path string, raw json.RawMessage, required boo
 	}
 	var out []ServerConfig
 	for i, v := range list {
-		if s, ok := p.server(bsIndex(path, i), v); ok {
+		if s, ok := p.server(jsonIndex(path, i), v); ok {
 			out = append(out, s)
 		}
 	}
 	return out
 }
 
-func (p *bootstrapParser) server(path string, raw json.RawMessage) (ServerConfig, bool) {
+func (p *parser) server(path string, raw json.RawMessage) (ServerConfig, bool) {
 	obj, ok := p.object(path, raw)
 	if !ok {
 		return ServerConfig{}, false
@@ -187,16 +150,16 @@ func (p *bootstrapParser) server(path string, raw json.RawMessage) (ServerConfig
 	before := len(p.errs)
 	var s ServerConfig
 	uriPath := path + ".server_uri"
-	if v, ok := bsField(obj, "server_uri"); !ok {
+	if v, ok := jsonField(obj, "server_uri"); !ok {
 		p.fail(uriPath, "must be a non-empty string")
 	} else if s.URI, ok = p.str(uriPath, v); ok && s.URI == "" {
 		p.fail(uriPath, "must be a non-empty string")
 	}
 	s.ChannelCreds = p.channelCreds(path+".channel_creds", obj)
-	if v, ok := bsField(obj, "call_creds"); ok {
+	if v, ok := jsonField(obj, "call_creds"); ok {
 		s.CallCreds = p.callCreds(path+".call_creds", v)
 	}
-	if v, ok := bsField(obj, "server_features"); ok {
+	if v, ok := jsonField(obj, "server_features"); ok {
 		s.ServerFeatures = p.stringList(path+".server_features", v)
 	}
 	return s, len(p.errs) == before
@@ -205,8 +168,8 @@ func (p *bootstrapParser) server(path string, raw json.RawMessage) (ServerConfig
 // channelCreds parses a server's "channel_creds": every entry must be
 // well formed, at least one must have a supported type, and the config of
 // the first such entry, the one gRPC uses, must be valid for its type.
-func (p *bootstrapParser) channelCreds(path string, server map[string]json.RawMessage) []ChannelCreds {
-	v, ok := bsField(server, "channel_creds")
+func (p *parser) channelCreds(path string, server map[string]json.RawMessage) []ChannelCreds {
+	v, ok := jsonField(server, "channel_creds")
 	if !ok {
 		p.fail(path, "is required")
 		return nil
@@ -222,7 +185,7 @@ func (p *bootstrapParser) channelCreds(path string, server map[string]json.RawMe
 	before := len(p.errs)
 	var out []ChannelCreds
 	for i, raw := range list {
-		if typ, config, ok := p.credsEntry(bsIndex(path, i), raw); ok {
+		if typ, config, ok := p.credsEntry(jsonIndex(path, i), raw); ok {
 			out = append(out, ChannelCreds{Type: typ, Config: config})
 		}
 	}
@@ -233,15 +196,11 @@ func (p *bootstrapParser) channelCreds(path string, server map[string]json.RawMe
 	}
 	i, ok := p.creds.selectChannel(out)
 	if !ok {
-		have := make([]string, len(out))
-		for i, c := range out {
-			have[i] = c.Type
-		}
-		p.fail(path, "%s", p.creds.noChannelProblem(have))
+		p.fail(path, "%s", p.creds.noChannelProblem(out))
 		return out
 	}
-	if validate := p.creds.channel[out[i].Type].validate; validate != nil {
-		p.credsConfig(bsIndex(path, i)+".config", validate(out[i].Config))
+	if validate := p.creds.channel[out[i].Type].Validate; validate != nil {
+		p.credsConfig(jsonIndex(path, i)+".config", validate(out[i].Config))
 	}
 	return out
 }
@@ -249,20 +208,20 @@ func (p *bootstrapParser) channelCreds(path string, server map[string]json.RawMe
 // callCreds parses a server's "call_creds" (gRFC A97): optional, may be
 // empty; every entry must be well formed, and those of a supported type
 // must have a valid config. Unsupported types are kept and ignored.
-func (p *bootstrapParser) callCreds(path string, raw json.RawMessage) []CallCreds {
+func (p *parser) callCreds(path string, raw json.RawMessage) []CallCreds {
 	list, ok := p.array(path, raw)
 	if !ok {
 		return nil
 	}
 	var out []CallCreds
 	for i, raw := range list {
-		entryPath := bsIndex(path, i)
+		entryPath := jsonIndex(path, i)
 		typ, config, ok := p.credsEntry(entryPath, raw)
 		if !ok {
 			continue
 		}
-		if t, ok := p.creds.call[typ]; ok && t.validate != nil {
-			p.credsConfig(entryPath+".config", t.validate(config))
+		if t, ok := p.creds.call[typ]; ok && t.Validate != nil {
+			p.credsConfig(entryPath+".config", t.Validate(config))
 		}
 		out = append(out, CallCreds{Type: typ, Config: config})
 	}
@@ -271,13 +230,13 @@ func (p *bootstrapParser) callCreds(path string, raw json.RawMessage) []CallCred
 
 // credsEntry parses one {"type": ..., "config": {...}} entry of a
 // credentials list.
-func (p *bootstrapParser) credsEntry(path string, raw json.RawMessage) (typ string, config json.RawMessage, ok bool) {
+func (p *parser) credsEntry(path string, raw json.RawMessage) (typ string, config json.RawMessage, ok bool) {
 	obj, ok := p.object(path, raw)
 	if !ok {
 		return "", nil, false
 	}
 	typePath := path + ".type"
-	t, ok := bsField(obj, "type")
+	t, ok := jsonField(obj, "type")
 	if !ok {
 		p.fail(typePath, "is required")
 		return "", nil, false
@@ -289,50 +248,50 @@ func (p *bootstrapParser) credsEntry(path string, raw json.RawMessage) (typ stri
 		p.fail(typePath, "must be a non-empty string")
 		return "", nil, false
 	}
-	if cfg, ok := bsField(obj, "config"); ok {
-		if k := bsKind(cfg); k != "object" {
+	if cfg, ok := jsonField(obj, "config"); ok {
+		if k := jsonKind(cfg); k != "object" {
 			p.fail(path+".config", "want object, got %s", k)
 			return "", nil, false
 		}
-		config = bsCompact(cfg)
+		config = jsonCompact(cfg)
 	}
 	return typ, config, true
 }
 
 // credsConfig records the problems a credentials type found in a config.
-func (p *bootstrapParser) credsConfig(path string, errs []credsFieldError) {
+func (p *parser) credsConfig(path string, errs []*FieldError) {
 	for _, e := range errs {
 		p.errs = append(p.errs, fmt.Errorf("bootstrap: %w", e.at(path)))
 	}
 }
 
-func (p *bootstrapParser) node(path string, raw json.RawMessage) Node {
+func (p *parser) node(path string, raw json.RawMessage) Node {
 	var n Node
 	obj, ok := p.object(path, raw)
 	if !ok {
 		return n
 	}
-	if v, ok := bsField(obj, "id"); ok {
+	if v, ok := jsonField(obj, "id"); ok {
 		n.ID, _ = p.str(path+".id", v)
 	}
-	if v, ok := bsField(obj, "cluster"); ok {
+	if v, ok := jsonField(obj, "cluster"); ok {
 		n.Cluster, _ = p.str(path+".cluster", v)
 	}
-	if v, ok := bsField(obj, "locality"); ok {
+	if v, ok := jsonField(obj, "locality"); ok {
 		lpath := path + ".locality"
 		if loc, ok := p.object(lpath, v); ok {
-			if v, ok := bsField(loc, "region"); ok {
+			if v, ok := jsonField(loc, "region"); ok {
 				n.Locality.Region, _ = p.str(lpath+".region", v)
 			}
-			if v, ok := bsField(loc, "zone"); ok {
+			if v, ok := jsonField(loc, "zone"); ok {
 				n.Locality.Zone, _ = p.str(lpath+".zone", v)
 			}
-			if v, ok := bsField(loc, "sub_zone"); ok {
+			if v, ok := jsonField(loc, "sub_zone"); ok {
 				n.Locality.SubZone, _ = p.str(lpath+".sub_zone", v)
 			}
 		}
 	}
-	if v, ok := bsField(obj, "metadata"); ok {
+	if v, ok := jsonField(obj, "metadata"); ok {
 		n.Metadata = p.metadata(path+".metadata", v)
 	}
 	return n
@@ -341,8 +300,8 @@ func (p *bootstrapParser) node(path string, raw json.RawMessage) Node {
 // metadata converts a JSON object to a Struct the way protojson would,
 // numbers becoming doubles; duplicate keys keep the last value, as
 // everywhere else in the bootstrap.
-func (p *bootstrapParser) metadata(path string, raw json.RawMessage) *structpb.Struct {
-	if k := bsKind(raw); k != "object" {
+func (p *parser) metadata(path string, raw json.RawMessage) *structpb.Struct {
+	if k := jsonKind(raw); k != "object" {
 		p.fail(path, "want object, got %s", k)
 		return nil
 	}
@@ -359,24 +318,24 @@ func (p *bootstrapParser) metadata(path string, raw json.RawMessage) *structpb.S
 	return s
 }
 
-func (p *bootstrapParser) authorities(path string, raw json.RawMessage) map[string]Authority {
+func (p *parser) authorities(path string, raw json.RawMessage) map[string]Authority {
 	obj, ok := p.object(path, raw)
 	if !ok {
 		return nil
 	}
 	out := make(map[string]Authority, len(obj))
 	// Sorted, so that errors come out in a stable order.
-	for _, name := range bsSortedKeys(obj) {
-		apath := bsKey(path, name)
+	for _, name := range jsonSortedKeys(obj) {
+		apath := jsonKey(path, name)
 		a, ok := p.object(apath, obj[name])
 		if !ok {
 			continue
 		}
 		var auth Authority
-		if v, ok := bsField(a, "xds_servers"); ok {
+		if v, ok := jsonField(a, "xds_servers"); ok {
 			auth.Servers = p.servers(apath+".xds_servers", v, false)
 		}
-		if v, ok := bsField(a, "client_listener_resource_name_template"); ok {
+		if v, ok := jsonField(a, "client_listener_resource_name_template"); ok {
 			tpath := apath + ".client_listener_resource_name_template"
 			if t, ok := p.str(tpath, v); ok && t != "" {
 				if prefix := "xdstp://" + name + "/"; !strings.HasPrefix(t, prefix) && !strings.HasPrefix(t, escapedAuthorityPrefix(name)) {
@@ -385,7 +344,7 @@ func (p *bootstrapParser) authorities(path string, raw json.RawMessage) map[stri
 				auth.ClientListenerResourceNameTemplate = t
 			}
 		}
-		if v, ok := bsField(a, "fallback_on_reachability_only"); ok {
+		if v, ok := jsonField(a, "fallback_on_reachability_only"); ok {
 			auth.FallbackOnReachabilityOnly, _ = p.boolean(apath+".fallback_on_reachability_only", v)
 		}
 		out[name] = auth
@@ -405,24 +364,24 @@ func escapedAuthorityPrefix(name string) string {
 // files (gRFC A29).
 const fileWatcherPlugin = "file_watcher"
 
-func (p *bootstrapParser) certificateProviders(path string, raw json.RawMessage) map[string]CertificateProvider {
+func (p *parser) certificateProviders(path string, raw json.RawMessage) map[string]CertificateProvider {
 	obj, ok := p.object(path, raw)
 	if !ok {
 		return nil
 	}
 	out := make(map[string]CertificateProvider, len(obj))
-	for _, name := range bsSortedKeys(obj) {
-		cpath := bsKey(path, name)
+	for _, name := range jsonSortedKeys(obj) {
+		cpath := jsonKey(path, name)
 		c, ok := p.object(cpath, obj[name])
 		if !ok {
 			continue
 		}
 		var cp CertificateProvider
-		if v, ok := bsField(c, "plugin_name"); ok {
+		if v, ok := jsonField(c, "plugin_name"); ok {
 			cp.PluginName, _ = p.str(cpath+".plugin_name", v)
 		}
-		if v, ok := bsField(c, "config"); ok {
-			cp.Config = bsCompact(v)
+		if v, ok := jsonField(c, "config"); ok {
+			cp.Config = jsonCompact(v)
 		}
 		// gRPC rejects a bootstrap whose provider of a plugin it knows has
 		// a bad config, and every gRPC knows file_watcher (gRFC A29).
@@ -436,14 +395,14 @@ func (p *bootstrapParser) certificateProviders(path string, raw json.RawMessage)
 }
 
 // stringList parses an array of strings.
-func (p *bootstrapParser) stringList(path string, raw json.RawMessage) []string {
+func (p *parser) stringList(path string, raw json.RawMessage) []string {
 	list, ok := p.array(path, raw)
 	if !ok {
 		return nil
 	}
 	var out []string
 	for i, v := range list {
-		if s, ok := p.str(bsIndex(path, i), v); ok {
+		if s, ok := p.str(jsonIndex(path, i), v); ok {
 			out = append(out, s)
 		}
 	}
@@ -454,8 +413,8 @@ func (p *bootstrapParser) stringList(path string, raw json.RawMessage) []string 
 // wrong type is reported as "want X, got Y" at the value's own path
 // rather than as encoding/json's Go-flavoured message.
 
-func (p *bootstrapParser) object(path string, raw json.RawMessage) (map[string]json.RawMessage, bool) {
-	if k := bsKind(raw); k != "object" {
+func (p *parser) object(path string, raw json.RawMessage) (map[string]json.RawMessage, bool) {
+	if k := jsonKind(raw); k != "object" {
 		p.fail(path, "want object, got %s", k)
 		return nil, false
 	}
@@ -467,8 +426,8 @@ func (p *bootstrapParser) object(path string, raw json.RawMessage) (map[string]j
 	return m, true
 }
 
-func (p *bootstrapParser) array(path string, raw json.RawMessage) ([]json.RawMessage, bool) {
-	if k := bsKind(raw); k != "array" {
+func (p *parser) array(path string, raw json.RawMessage) ([]json.RawMessage, bool) {
+	if k := jsonKind(raw); k != "array" {
 		p.fail(path, "want array, got %s", k)
 		return nil, false
 	}
@@ -480,8 +439,8 @@ func (p *bootstrapParser) array(path string, raw json.RawMessage) ([]json.RawMes
 	return a, true
 }
 
-func (p *bootstrapParser) str(path string, raw json.RawMessage) (string, bool) {
-	if k := bsKind(raw); k != "string" {
+func (p *parser) str(path string, raw json.RawMessage) (string, bool) {
+	if k := jsonKind(raw); k != "string" {
 		p.fail(path, "want string, got %s", k)
 		return "", false
 	}
@@ -493,8 +452,8 @@ func (p *bootstrapParser) str(path string, raw json.RawMessage) (string, bool) {
 	return s, true
 }
 
-func (p *bootstrapParser) boolean(path string, raw json.RawMessage) (bool, bool) {
-	if k := bsKind(raw); k != "boolean" {
+func (p *parser) boolean(path string, raw json.RawMessage) (bool, bool) {
+	if k := jsonKind(raw); k != "boolean" {
 		p.fail(path, "want boolean, got %s", k)
 		return false, false
 	}
@@ -504,61 +463,4 @@ func (p *bootstrapParser) boolean(path string, raw json.RawMessage) (bool, bool)
 		return false, false
 	}
 	return b, true
-}
-
-// The helpers below carry a "bs" prefix to stay clear of the names in
-// the rest of this package.
-
-// bsField returns obj[name], treating null like a missing field.
-func bsField(obj map[string]json.RawMessage, name string) (json.RawMessage, bool) {
-	v, ok := obj[name]
-	if !ok || bsKind(v) == "null" {
-		return nil, false
-	}
-	return v, true
-}
-
-// bsKind names the kind of a valid JSON value by its first byte.
-func bsKind(raw json.RawMessage) string {
-	raw = bytes.TrimLeft(raw, " \t\r\n")
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	default:
-		return "number"
-	}
-}
-
-// bsCompact returns a copy of valid JSON without insignificant whitespace.
-func bsCompact(raw json.RawMessage) json.RawMessage {
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		// Unreachable: raw was validated when the whole input was.
-		return slices.Clone(raw)
-	}
-	return b.Bytes()
-}
-
-func bsIndex(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
-
-func bsKey(path, name string) string { return path + "[" + strconv.Quote(name) + "]" }
-
-func bsSortedKeys(m map[string]json.RawMessage) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -1,4 +1,4 @@
-package engine_test
+package bootstrap_test
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/bootstrap"
 )
 
 // bootstrapMinimal is the smallest valid bootstrap.
@@ -29,17 +29,17 @@ func bootstrapStruct(t *testing.T, m map[string]any) *structpb.Struct {
 }
 
 func TestParseBootstrapValid(t *testing.T) {
-	insecure := []engine.ChannelCreds{{Type: "insecure"}}
-	minimalServers := []engine.ServerConfig{{URI: "xds.example.com:443", ChannelCreds: insecure}}
+	insecure := []bootstrap.ChannelCreds{{Type: "insecure"}}
+	minimalServers := []bootstrap.ServerConfig{{URI: "xds.example.com:443", ChannelCreds: insecure}}
 	tests := []struct {
 		name string
 		in   string
-		want *engine.Bootstrap
+		want *bootstrap.Bootstrap
 	}{
 		{
 			name: "minimal",
 			in:   bootstrapMinimal,
-			want: &engine.Bootstrap{Servers: minimalServers},
+			want: &bootstrap.Bootstrap{Servers: minimalServers},
 		},
 		{
 			name: "full",
@@ -76,27 +76,27 @@ func TestParseBootstrapValid(t *testing.T) {
 					"bare": {}
 				}
 			}`,
-			want: &engine.Bootstrap{
-				Servers: []engine.ServerConfig{
+			want: &bootstrap.Bootstrap{
+				Servers: []bootstrap.ServerConfig{
 					{
 						URI:            "primary.example.com:443",
-						ChannelCreds:   []engine.ChannelCreds{{Type: "tls", Config: json.RawMessage(`{"ca_certificate_file":"/ca.pem"}`)}},
+						ChannelCreds:   []bootstrap.ChannelCreds{{Type: "tls", Config: json.RawMessage(`{"ca_certificate_file":"/ca.pem"}`)}},
 						ServerFeatures: []string{"xds_v3", "ignore_resource_deletion", "fail_on_data_errors"},
 					},
 					{URI: "fallback.example.com:443", ChannelCreds: insecure},
 				},
-				Node: engine.Node{
+				Node: bootstrap.Node{
 					ID:       "node-1",
 					Cluster:  "cluster-1",
-					Locality: engine.Locality{Region: "r", Zone: "z", SubZone: "s"},
+					Locality: bootstrap.Locality{Region: "r", Zone: "z", SubZone: "s"},
 					Metadata: bootstrapStruct(t, map[string]any{
 						"a": "b", "n": 1.5, "t": true, "nil": nil,
 						"list": []any{1, "x"}, "obj": map[string]any{"k": "v"},
 					}),
 				},
-				Authorities: map[string]engine.Authority{
+				Authorities: map[string]bootstrap.Authority{
 					"a.example": {
-						Servers:                            []engine.ServerConfig{{URI: "a.example:443", ChannelCreds: insecure, ServerFeatures: []string{"trusted_xds_server"}}},
+						Servers:                            []bootstrap.ServerConfig{{URI: "a.example:443", ChannelCreds: insecure, ServerFeatures: []string{"trusted_xds_server"}}},
 						ClientListenerResourceNameTemplate: "xdstp://a.example/envoy.config.listener.v3.Listener/grpc/client/%s?project=1",
 						FallbackOnReachabilityOnly:         true,
 					},
@@ -104,7 +104,7 @@ func TestParseBootstrapValid(t *testing.T) {
 				},
 				ClientDefaultListenerResourceNameTemplate: "xdstp://a.example/envoy.config.listener.v3.Listener/%s",
 				ServerListenerResourceNameTemplate:        "grpc/server?xds.resource.listening_address=%s",
-				CertificateProviders: map[string]engine.CertificateProvider{
+				CertificateProviders: map[string]bootstrap.CertificateProvider{
 					"default": {PluginName: "file_watcher", Config: json.RawMessage(`{"certificate_file":"/cert.pem","private_key_file":"/key.pem","refresh_interval":"600s"}`)},
 					"bare":    {},
 				},
@@ -122,10 +122,10 @@ func TestParseBootstrapValid(t *testing.T) {
 					"": {"client_listener_resource_name_template": "xdstp:///envoy.config.listener.v3.Listener/%s"}
 				}
 			}`,
-			want: &engine.Bootstrap{
+			want: &bootstrap.Bootstrap{
 				Servers: minimalServers,
-				Authorities: map[string]engine.Authority{
-					"with":       {Servers: []engine.ServerConfig{{URI: "other:1", ChannelCreds: insecure}}},
+				Authorities: map[string]bootstrap.Authority{
+					"with":       {Servers: []bootstrap.ServerConfig{{URI: "other:1", ChannelCreds: insecure}}},
 					"empty-list": {},
 					"null-list":  {},
 					"none":       {},
@@ -151,15 +151,15 @@ func TestParseBootstrapValid(t *testing.T) {
 				"certificate_providers": {"p": {"plugin_name": "x", "extra": 1}},
 				"allowed_grpc_services": {"svc": {}}
 			}`,
-			want: &engine.Bootstrap{
-				Servers: []engine.ServerConfig{{
+			want: &bootstrap.Bootstrap{
+				Servers: []bootstrap.ServerConfig{{
 					URI:          "xds.example.com:443",
-					ChannelCreds: []engine.ChannelCreds{{Type: "insecure", Config: json.RawMessage(`{"anything":{"goes":1}}`)}},
-					CallCreds:    []engine.CallCreds{{Type: "future_call_creds", Config: json.RawMessage(`{"anything":[1]}`)}},
+					ChannelCreds: []bootstrap.ChannelCreds{{Type: "insecure", Config: json.RawMessage(`{"anything":{"goes":1}}`)}},
+					CallCreds:    []bootstrap.CallCreds{{Type: "future_call_creds", Config: json.RawMessage(`{"anything":[1]}`)}},
 				}},
-				Node:                 engine.Node{ID: "n", Locality: engine.Locality{Zone: "z"}},
-				Authorities:          map[string]engine.Authority{"a": {}},
-				CertificateProviders: map[string]engine.CertificateProvider{"p": {PluginName: "x"}},
+				Node:                 bootstrap.Node{ID: "n", Locality: bootstrap.Locality{Zone: "z"}},
+				Authorities:          map[string]bootstrap.Authority{"a": {}},
+				CertificateProviders: map[string]bootstrap.CertificateProvider{"p": {PluginName: "x"}},
 			},
 		},
 		{
@@ -171,9 +171,9 @@ func TestParseBootstrapValid(t *testing.T) {
 					"private_key_file": "/k.pem"
 				}}
 			]}]}`,
-			want: &engine.Bootstrap{Servers: []engine.ServerConfig{{
+			want: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{{
 				URI: "s:443",
-				ChannelCreds: []engine.ChannelCreds{{
+				ChannelCreds: []bootstrap.ChannelCreds{{
 					Type:   "tls",
 					Config: json.RawMessage(`{"ca_certificate_file":"/ca.pem","certificate_file":"/c.pem","private_key_file":"/k.pem"}`),
 				}},
@@ -186,9 +186,9 @@ func TestParseBootstrapValid(t *testing.T) {
 				{"type": "xds", "config": {"fallback_credentials": {}}},
 				{"type": "insecure"}
 			]}]}`,
-			want: &engine.Bootstrap{Servers: []engine.ServerConfig{{
+			want: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{{
 				URI: "s:443",
-				ChannelCreds: []engine.ChannelCreds{
+				ChannelCreds: []bootstrap.ChannelCreds{
 					{Type: "google_default"},
 					{Type: "xds", Config: json.RawMessage(`{"fallback_credentials":{}}`)},
 					{Type: "insecure"},
@@ -205,9 +205,9 @@ func TestParseBootstrapValid(t *testing.T) {
 				"server_listener_resource_name_template": null,
 				"certificate_providers": {"p": {"plugin_name": null, "config": null}}
 			}`,
-			want: &engine.Bootstrap{
-				Servers:              []engine.ServerConfig{{URI: "s:1", ChannelCreds: insecure}},
-				CertificateProviders: map[string]engine.CertificateProvider{"p": {}},
+			want: &bootstrap.Bootstrap{
+				Servers:              []bootstrap.ServerConfig{{URI: "s:1", ChannelCreds: insecure}},
+				CertificateProviders: map[string]bootstrap.CertificateProvider{"p": {}},
 			},
 		},
 		{
@@ -218,11 +218,11 @@ func TestParseBootstrapValid(t *testing.T) {
 				"authorities": {},
 				"certificate_providers": {"p": {"config": "not validated"}}
 			}`,
-			want: &engine.Bootstrap{
-				Servers:              []engine.ServerConfig{{URI: "s:1", ChannelCreds: []engine.ChannelCreds{{Type: "insecure", Config: json.RawMessage(`{}`)}}}},
-				Node:                 engine.Node{Metadata: &structpb.Struct{Fields: map[string]*structpb.Value{}}},
-				Authorities:          map[string]engine.Authority{},
-				CertificateProviders: map[string]engine.CertificateProvider{"p": {Config: json.RawMessage(`"not validated"`)}},
+			want: &bootstrap.Bootstrap{
+				Servers:              []bootstrap.ServerConfig{{URI: "s:1", ChannelCreds: []bootstrap.ChannelCreds{{Type: "insecure", Config: json.RawMessage(`{}`)}}}},
+				Node:                 bootstrap.Node{Metadata: &structpb.Struct{Fields: map[string]*structpb.Value{}}},
+				Authorities:          map[string]bootstrap.Authority{},
+				CertificateProviders: map[string]bootstrap.CertificateProvider{"p": {Config: json.RawMessage(`"not validated"`)}},
 			},
 		},
 		{
@@ -234,9 +234,9 @@ func TestParseBootstrapValid(t *testing.T) {
 					"c d": {"client_listener_resource_name_template": "xdstp://c%20d/T/%s"}
 				}
 			}`,
-			want: &engine.Bootstrap{
-				Servers: []engine.ServerConfig{{URI: "s:1", ChannelCreds: insecure}},
-				Authorities: map[string]engine.Authority{
+			want: &bootstrap.Bootstrap{
+				Servers: []bootstrap.ServerConfig{{URI: "s:1", ChannelCreds: insecure}},
+				Authorities: map[string]bootstrap.Authority{
 					"a b": {ClientListenerResourceNameTemplate: "xdstp://a b/T/%s"},
 					"c d": {ClientListenerResourceNameTemplate: "xdstp://c%20d/T/%s"},
 				},
@@ -245,12 +245,12 @@ func TestParseBootstrapValid(t *testing.T) {
 		{
 			name: "duplicate keys keep the last value, as encoding/json does",
 			in:   `{"xds_servers": [], "xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}]}]}`,
-			want: &engine.Bootstrap{Servers: []engine.ServerConfig{{URI: "s:1", ChannelCreds: insecure}}},
+			want: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{{URI: "s:1", ChannelCreds: insecure}}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := engine.ParseBootstrap([]byte(tt.in))
+			got, err := bootstrap.Parse([]byte(tt.in))
 			if err != nil {
 				t.Fatalf("ParseBootstrap: %v", err)
 			}
@@ -412,7 +412,7 @@ func TestParseBootstrapErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := engine.ParseBootstrap([]byte(tt.in))
+			got, err := bootstrap.Parse([]byte(tt.in))
 			if err == nil {
 				t.Fatalf("ParseBootstrap succeeded with %+v", got)
 			}
@@ -476,15 +476,15 @@ func TestBootstrapFromEnv(t *testing.T) {
 		},
 		{
 			name:    "neither set",
-			wantErr: []string{engine.EnvBootstrapFile, engine.EnvBootstrapConfig},
-			wantIs:  engine.ErrNoBootstrap,
+			wantErr: []string{bootstrap.EnvFile, bootstrap.EnvConfig},
+			wantIs:  bootstrap.ErrNotSet,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv(engine.EnvBootstrapFile, tt.file)
-			t.Setenv(engine.EnvBootstrapConfig, tt.inline)
-			b, err := engine.BootstrapFromEnv()
+			t.Setenv(bootstrap.EnvFile, tt.file)
+			t.Setenv(bootstrap.EnvConfig, tt.inline)
+			b, err := bootstrap.FromEnv()
 			if tt.wantErr == nil {
 				if err != nil {
 					t.Fatalf("BootstrapFromEnv: %v", err)
@@ -511,8 +511,8 @@ func TestBootstrapFromEnv(t *testing.T) {
 
 func TestBootstrapEnvNames(t *testing.T) {
 	// gRPC reads these exact names; the same file must serve both.
-	if engine.EnvBootstrapFile != "GRPC_XDS_BOOTSTRAP" || engine.EnvBootstrapConfig != "GRPC_XDS_BOOTSTRAP_CONFIG" {
-		t.Errorf("env names = %q, %q", engine.EnvBootstrapFile, engine.EnvBootstrapConfig)
+	if bootstrap.EnvFile != "GRPC_XDS_BOOTSTRAP" || bootstrap.EnvConfig != "GRPC_XDS_BOOTSTRAP_CONFIG" {
+		t.Errorf("env names = %q, %q", bootstrap.EnvFile, bootstrap.EnvConfig)
 	}
 }
 
@@ -537,37 +537,37 @@ func TestParseBootstrapCredentials(t *testing.T) {
 		in   string
 		// Exactly one of want and wantErr is set: the parsed first server
 		// (or, with wantProviders, the providers), or the error lines.
-		want          *engine.ServerConfig
-		wantProviders map[string]engine.CertificateProvider
+		want          *bootstrap.ServerConfig
+		wantProviders map[string]bootstrap.CertificateProvider
 		wantErr       []string
 	}{
 		// Accepted.
 		{
 			name: "google_default alone",
 			in:   server(`[{"type": "google_default"}]`, ""),
-			want: &engine.ServerConfig{URI: "s:443", ChannelCreds: []engine.ChannelCreds{{Type: "google_default"}}},
+			want: &bootstrap.ServerConfig{URI: "s:443", ChannelCreds: []bootstrap.ChannelCreds{{Type: "google_default"}}},
 		},
 		{
 			name: "google_default config is ignored, as gRPC does",
 			in:   server(`[{"type": "google_default", "config": {"anything": 1}}]`, ""),
-			want: &engine.ServerConfig{URI: "s:443", ChannelCreds: []engine.ChannelCreds{{Type: "google_default", Config: json.RawMessage(`{"anything":1}`)}}},
+			want: &bootstrap.ServerConfig{URI: "s:443", ChannelCreds: []bootstrap.ChannelCreds{{Type: "google_default", Config: json.RawMessage(`{"anything":1}`)}}},
 		},
 		{
 			name: "tls without config or with an empty one: system roots",
 			in:   server(`[{"type": "tls"}, {"type": "tls", "config": {}}]`, ""),
-			want: &engine.ServerConfig{URI: "s:443", ChannelCreds: []engine.ChannelCreds{{Type: "tls"}, {Type: "tls", Config: json.RawMessage(`{}`)}}},
+			want: &bootstrap.ServerConfig{URI: "s:443", ChannelCreds: []bootstrap.ChannelCreds{{Type: "tls"}, {Type: "tls", Config: json.RawMessage(`{}`)}}},
 		},
 		{
 			name: "tls with every field and unknown ones",
 			in: server(tlsWith(`{"ca_certificate_file": "/ca.pem", "certificate_file": "/d/c.pem", "private_key_file": "/d/k.pem",
 				"refresh_interval": "0.100s", "spiffe_trust_bundle_map_file": "/m.json", "future": [1]}`), ""),
-			want: &engine.ServerConfig{URI: "s:443", ChannelCreds: []engine.ChannelCreds{{Type: "tls", Config: json.RawMessage(
+			want: &bootstrap.ServerConfig{URI: "s:443", ChannelCreds: []bootstrap.ChannelCreds{{Type: "tls", Config: json.RawMessage(
 				`{"ca_certificate_file":"/ca.pem","certificate_file":"/d/c.pem","private_key_file":"/d/k.pem","refresh_interval":"0.100s","spiffe_trust_bundle_map_file":"/m.json","future":[1]}`)}}},
 		},
 		{
 			name: "tls refresh_interval of zero and of whole seconds",
 			in:   server(`[{"type": "tls", "config": {"ca_certificate_file": "/ca.pem", "refresh_interval": "0s"}}, {"type": "tls", "config": {"refresh_interval": "900s"}}]`, ""),
-			want: &engine.ServerConfig{URI: "s:443", ChannelCreds: []engine.ChannelCreds{
+			want: &bootstrap.ServerConfig{URI: "s:443", ChannelCreds: []bootstrap.ChannelCreds{
 				{Type: "tls", Config: json.RawMessage(`{"ca_certificate_file":"/ca.pem","refresh_interval":"0s"}`)},
 				{Type: "tls", Config: json.RawMessage(`{"refresh_interval":"900s"}`)},
 			}},
@@ -575,17 +575,17 @@ func TestParseBootstrapCredentials(t *testing.T) {
 		{
 			name: "only the channel creds gRPC uses are validated",
 			in:   server(`[{"type": "xds"}, {"type": "insecure"}, {"type": "tls", "config": {"ca_certificate_file": 5}}]`, ""),
-			want: &engine.ServerConfig{URI: "s:443", ChannelCreds: []engine.ChannelCreds{
+			want: &bootstrap.ServerConfig{URI: "s:443", ChannelCreds: []bootstrap.ChannelCreds{
 				{Type: "xds"}, {Type: "insecure"}, {Type: "tls", Config: json.RawMessage(`{"ca_certificate_file":5}`)},
 			}},
 		},
 		{
 			name: "call_creds jwt_token_file over tls",
 			in:   server(tlsWith(`{}`), `[{"type": "jwt_token_file", "config": {"jwt_token_file": "/var/run/secrets/tokens/istio-token"}}]`),
-			want: &engine.ServerConfig{
+			want: &bootstrap.ServerConfig{
 				URI:          "s:443",
-				ChannelCreds: []engine.ChannelCreds{{Type: "tls", Config: json.RawMessage(`{}`)}},
-				CallCreds:    []engine.CallCreds{{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file":"/var/run/secrets/tokens/istio-token"}`)}},
+				ChannelCreds: []bootstrap.ChannelCreds{{Type: "tls", Config: json.RawMessage(`{}`)}},
+				CallCreds:    []bootstrap.CallCreds{{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file":"/var/run/secrets/tokens/istio-token"}`)}},
 			},
 		},
 		{
@@ -593,19 +593,19 @@ func TestParseBootstrapCredentials(t *testing.T) {
 			// engine.New reports (TestNewRejectsCallCredsOnInsecure).
 			name: "call_creds over insecure parses",
 			in:   server(insecure, `[{"type": "jwt_token_file", "config": {"jwt_token_file": "/t"}}]`),
-			want: &engine.ServerConfig{
+			want: &bootstrap.ServerConfig{
 				URI:          "s:443",
-				ChannelCreds: []engine.ChannelCreds{{Type: "insecure"}},
-				CallCreds:    []engine.CallCreds{{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file":"/t"}`)}},
+				ChannelCreds: []bootstrap.ChannelCreds{{Type: "insecure"}},
+				CallCreds:    []bootstrap.CallCreds{{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file":"/t"}`)}},
 			},
 		},
 		{
 			name: "unknown call_creds types kept, unvalidated, beside known ones",
 			in:   server(insecure, `[{"type": "sts"}, {"type": "jwt_token_file", "config": {"jwt_token_file": "/t1"}}, {"type": "x", "config": {"k": 1}}, {"type": "jwt_token_file", "config": {"jwt_token_file": "/t2"}}]`),
-			want: &engine.ServerConfig{
+			want: &bootstrap.ServerConfig{
 				URI:          "s:443",
-				ChannelCreds: []engine.ChannelCreds{{Type: "insecure"}},
-				CallCreds: []engine.CallCreds{
+				ChannelCreds: []bootstrap.ChannelCreds{{Type: "insecure"}},
+				CallCreds: []bootstrap.CallCreds{
 					{Type: "sts"},
 					{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file":"/t1"}`)},
 					{Type: "x", Config: json.RawMessage(`{"k":1}`)},
@@ -616,17 +616,17 @@ func TestParseBootstrapCredentials(t *testing.T) {
 		{
 			name: "empty and null call_creds",
 			in:   `{"xds_servers": [{"server_uri": "s:443", "channel_creds": [{"type": "insecure"}], "call_creds": []}, {"server_uri": "t:443", "channel_creds": [{"type": "insecure"}], "call_creds": null}]}`,
-			want: &engine.ServerConfig{URI: "s:443", ChannelCreds: []engine.ChannelCreds{{Type: "insecure"}}},
+			want: &bootstrap.ServerConfig{URI: "s:443", ChannelCreds: []bootstrap.ChannelCreds{{Type: "insecure"}}},
 		},
 		{
 			name:          "file_watcher provider with only roots",
 			in:            provider(`{"ca_certificate_file": "/ca.pem"}`),
-			wantProviders: map[string]engine.CertificateProvider{"p": {PluginName: "file_watcher", Config: json.RawMessage(`{"ca_certificate_file":"/ca.pem"}`)}},
+			wantProviders: map[string]bootstrap.CertificateProvider{"p": {PluginName: "file_watcher", Config: json.RawMessage(`{"ca_certificate_file":"/ca.pem"}`)}},
 		},
 		{
 			name: "other plugins' configs are not validated",
 			in:   bootstrapWith(`"certificate_providers": {"a": {"plugin_name": "meshca", "config": {"x": 1}}, "b": {"plugin_name": "FILE_WATCHER"}}`),
-			wantProviders: map[string]engine.CertificateProvider{
+			wantProviders: map[string]bootstrap.CertificateProvider{
 				"a": {PluginName: "meshca", Config: json.RawMessage(`{"x":1}`)},
 				"b": {PluginName: "FILE_WATCHER"},
 			},
@@ -704,7 +704,7 @@ func TestParseBootstrapCredentials(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := engine.ParseBootstrap([]byte(tt.in))
+			got, err := bootstrap.Parse([]byte(tt.in))
 			if tt.wantErr != nil {
 				if err == nil {
 					t.Fatalf("ParseBootstrap succeeded with %+v", got)

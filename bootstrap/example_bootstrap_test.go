@@ -1,13 +1,13 @@
-package engine_test
+package bootstrap_test
 
 import (
 	"fmt"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/bootstrap"
 )
 
-func ExampleParseBootstrap() {
-	b, err := engine.ParseBootstrap([]byte(`{
+func ExampleParse() {
+	b, err := bootstrap.Parse([]byte(`{
 		"xds_servers": [{
 			"server_uri": "xds.example.com:443",
 			"channel_creds": [{"type": "google_default"}, {"type": "tls", "config": {"ca_certificate_file": "/etc/ca.pem"}}],
@@ -35,7 +35,7 @@ func ExampleParseBootstrap() {
 	fmt.Println("other.example falls back on reachability only:", b.Authorities["other.example"].FallbackOnReachabilityOnly)
 
 	// Problems are reported with their JSON path.
-	_, err = engine.ParseBootstrap([]byte(`{"xds_servers": [{
+	_, err = bootstrap.Parse([]byte(`{"xds_servers": [{
 		"server_uri": "",
 		"channel_creds": [{"type": "xds"}, {"type": "tls", "config": {"certificate_file": "/etc/cert.pem", "refresh_interval": 600}}],
 		"call_creds": [{"type": "jwt_token_file", "config": {}}]

@@ -1,15 +1,16 @@
-package engine_test
+package bootstrap_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
 
-	"github.com/xdsengine/xdsengine/engine"
-	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
+	"github.com/xdsengine/xdsengine/bootstrap"
 )
 
 // Bootstraps as real deployments write them. Each must mean to this
@@ -197,33 +198,34 @@ const goControlPlaneBootstrap = `{
 const grpcNode = `"node": {"id": "ENVOY_NODE_ID", "metadata": {"TRAFFICDIRECTOR_GRPC_HOSTNAME": "trafficdirector"}}`
 
 func TestRealWorldBootstraps(t *testing.T) {
-	tdServer := func(features ...string) engine.ServerConfig {
-		return engine.ServerConfig{URI: "trafficdirector.googleapis.com:443", ChannelCreds: []engine.ChannelCreds{{Type: "google_default"}}, ServerFeatures: features}
+	tdServer := func(features ...string) bootstrap.ServerConfig {
+		return bootstrap.ServerConfig{URI: "trafficdirector.googleapis.com:443", ChannelCreds: []bootstrap.ChannelCreds{{Type: "google_default"}}, ServerFeatures: features}
 	}
-	grpcTestNode := engine.Node{ID: "ENVOY_NODE_ID", Metadata: bootstrapStruct(t, map[string]any{"TRAFFICDIRECTOR_GRPC_HOSTNAME": "trafficdirector"})}
-	insecure := []engine.ChannelCreds{{Type: "insecure"}}
+	grpcTestNode := bootstrap.Node{ID: "ENVOY_NODE_ID", Metadata: bootstrapStruct(t, map[string]any{"TRAFFICDIRECTOR_GRPC_HOSTNAME": "trafficdirector"})}
+	insecure := []bootstrap.ChannelCreds{{Type: "insecure"}}
 
 	tests := []struct {
 		name string
 		in   string
-		want *engine.Bootstrap
+		want *bootstrap.Bootstrap
 		// wantChannel is the channel_creds type in use per top-level
 		// server.
 		wantChannel []string
-		// wantNewErr, when set, is what engine.New must report: a file
-		// the bootstrap names is missing on this machine.
-		wantNewErr string
+		// wantCheckErr, when set, is what the default credentials' Check
+		// reports for the top-level servers (what an engine's New
+		// reports): a file the bootstrap names is missing on this machine.
+		wantCheckErr string
 	}{
 		{
 			name: "Traffic Director with federation (td-grpc-bootstrap)",
 			in:   tdBootstrap,
-			want: &engine.Bootstrap{
-				Servers: []engine.ServerConfig{tdServer("xds_v3", "ignore_resource_deletion")},
-				Authorities: map[string]engine.Authority{
+			want: &bootstrap.Bootstrap{
+				Servers: []bootstrap.ServerConfig{tdServer("xds_v3", "ignore_resource_deletion")},
+				Authorities: map[string]bootstrap.Authority{
 					"traffic-director-c2p.xds.googleapis.com": {
-						Servers: []engine.ServerConfig{{
+						Servers: []bootstrap.ServerConfig{{
 							URI:            "dns:///directpath-pa.googleapis.com",
-							ChannelCreds:   []engine.ChannelCreds{{Type: "google_default"}},
+							ChannelCreds:   []bootstrap.ChannelCreds{{Type: "google_default"}},
 							ServerFeatures: []string{"xds_v3", "ignore_resource_deletion"},
 						}},
 						ClientListenerResourceNameTemplate: "xdstp://traffic-director-c2p.xds.googleapis.com/envoy.config.listener.v3.Listener/%s",
@@ -232,10 +234,10 @@ func TestRealWorldBootstraps(t *testing.T) {
 						ClientListenerResourceNameTemplate: "xdstp://traffic-director-global.xds.googleapis.com/envoy.config.listener.v3.Listener/123456789012345/thedefault/%s",
 					},
 				},
-				Node: engine.Node{
+				Node: bootstrap.Node{
 					ID:       "projects/123456789012345/networks/thedefault/nodes/52fdfc07-2182-454f-963f-5f0f9a621d72",
 					Cluster:  "cluster",
-					Locality: engine.Locality{Zone: "us-central1-a"},
+					Locality: bootstrap.Locality{Zone: "us-central1-a"},
 					Metadata: bootstrapStruct(t, map[string]any{
 						"INSTANCE_IP":                                  "10.9.8.7",
 						"TRAFFICDIRECTOR_NETWORK_NAME":                 "thedefault",
@@ -244,7 +246,7 @@ func TestRealWorldBootstraps(t *testing.T) {
 						"TRAFFICDIRECTOR_GRPC_BOOTSTRAP_GENERATOR_SHA": "7202b7c611ebd6d382b7b0240f50e9824200bffd",
 					}),
 				},
-				CertificateProviders: map[string]engine.CertificateProvider{
+				CertificateProviders: map[string]bootstrap.CertificateProvider{
 					"google_cloud_private_spiffe": {PluginName: "file_watcher", Config: json.RawMessage(
 						`{"certificate_file":"/var/run/gke-spiffe/certs/certificates.pem","private_key_file":"/var/run/gke-spiffe/certs/private_key.pem","ca_certificate_file":"/var/run/gke-spiffe/certs/ca_certificates.pem","refresh_interval":"600s"}`)},
 				},
@@ -256,12 +258,12 @@ func TestRealWorldBootstraps(t *testing.T) {
 		{
 			name: "Cloud Service Mesh with a mesh name (td-grpc-bootstrap --config-mesh)",
 			in:   csmBootstrap,
-			want: &engine.Bootstrap{
-				Servers: []engine.ServerConfig{tdServer("xds_v3")},
-				Node: engine.Node{
+			want: &bootstrap.Bootstrap{
+				Servers: []bootstrap.ServerConfig{tdServer("xds_v3")},
+				Node: bootstrap.Node{
 					ID:       "projects/123456789012345/networks/mesh:testmesh/nodes/52fdfc07-2182-454f-963f-5f0f9a621d72",
 					Cluster:  "cluster",
-					Locality: engine.Locality{Zone: "uscentral-5"},
+					Locality: bootstrap.Locality{Zone: "uscentral-5"},
 					Metadata: bootstrapStruct(t, map[string]any{
 						"INSTANCE_IP": "10.9.8.7",
 						"TRAFFICDIRECTOR_GRPC_BOOTSTRAP_GENERATOR_SHA": "7202b7c611ebd6d382b7b0240f50e9824200bffd",
@@ -271,7 +273,7 @@ func TestRealWorldBootstraps(t *testing.T) {
 						},
 					}),
 				},
-				CertificateProviders: map[string]engine.CertificateProvider{
+				CertificateProviders: map[string]bootstrap.CertificateProvider{
 					"google_cloud_private_spiffe": {PluginName: "file_watcher", Config: json.RawMessage(
 						`{"certificate_file":"certificates.pem","private_key_file":"private_key.pem","ca_certificate_file":"ca_certificates.pem","refresh_interval":"600s"}`)},
 				},
@@ -282,9 +284,9 @@ func TestRealWorldBootstraps(t *testing.T) {
 		{
 			name: "Istio proxyless gRPC (istio-agent)",
 			in:   istioAgentBootstrap,
-			want: &engine.Bootstrap{
-				Servers: []engine.ServerConfig{{URI: "unix:///etc/istio/proxy/XDS", ChannelCreds: insecure, ServerFeatures: []string{"xds_v3"}}},
-				Node: engine.Node{
+			want: &bootstrap.Bootstrap{
+				Servers: []bootstrap.ServerConfig{{URI: "unix:///etc/istio/proxy/XDS", ChannelCreds: insecure, ServerFeatures: []string{"xds_v3"}}},
+				Node: bootstrap.Node{
 					ID: "sidecar~10.48.0.17~echo-7d9f8-x2x4k.echo-grpc~echo-grpc.svc.cluster.local",
 					Metadata: bootstrapStruct(t, map[string]any{
 						"ANNOTATIONS":           map[string]any{"inject.istio.io/templates": "grpc-agent", "proxy.istio.io/config": `{"holdApplicationUntilProxyStarts": true}`},
@@ -309,7 +311,7 @@ func TestRealWorldBootstraps(t *testing.T) {
 						"WORKLOAD_NAME":         "echo",
 					}),
 				},
-				CertificateProviders: map[string]engine.CertificateProvider{
+				CertificateProviders: map[string]bootstrap.CertificateProvider{
 					"default": {PluginName: "file_watcher", Config: json.RawMessage(
 						`{"certificate_file":"/var/lib/istio/data/cert-chain.pem","private_key_file":"/var/lib/istio/data/key.pem","ca_certificate_file":"/var/lib/istio/data/root-cert.pem","refresh_interval":"900s"}`)},
 				},
@@ -320,29 +322,29 @@ func TestRealWorldBootstraps(t *testing.T) {
 		{
 			name: "Istio direct to istiod with TLS and a JWT (gRFC A97)",
 			in:   istioDirectBootstrap,
-			want: &engine.Bootstrap{
-				Servers: []engine.ServerConfig{{
+			want: &bootstrap.Bootstrap{
+				Servers: []bootstrap.ServerConfig{{
 					URI:            "dns:///istiod.istio-system.svc:15012",
-					ChannelCreds:   []engine.ChannelCreds{{Type: "tls", Config: json.RawMessage(`{"ca_certificate_file":"/var/run/secrets/istio/root-cert.pem"}`)}},
-					CallCreds:      []engine.CallCreds{{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file":"/var/run/secrets/tokens/istio-token"}`)}},
+					ChannelCreds:   []bootstrap.ChannelCreds{{Type: "tls", Config: json.RawMessage(`{"ca_certificate_file":"/var/run/secrets/istio/root-cert.pem"}`)}},
+					CallCreds:      []bootstrap.CallCreds{{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file":"/var/run/secrets/tokens/istio-token"}`)}},
 					ServerFeatures: []string{"xds_v3"},
 				}},
-				Node: engine.Node{
+				Node: bootstrap.Node{
 					ID:       "sidecar~127.0.0.1~pod1.fake-namespace~fake-namespace.svc.cluster.local",
 					Metadata: bootstrapStruct(t, map[string]any{"GENERATOR": "grpc", "INSTANCE_IPS": "127.0.0.1", "ISTIO_VERSION": "1.26.2", "WORKLOAD_IDENTITY_SOCKET_FILE": "socket"}),
 				},
 				ServerListenerResourceNameTemplate: "xds.istio.io/grpc/lds/inbound/%s",
 			},
 			wantChannel: []string{"tls"},
-			wantNewErr: "engine: bootstrap xds_servers[0].channel_creds[0].config.ca_certificate_file: open /var/run/secrets/istio/root-cert.pem: no such file or directory\n" +
-				"engine: bootstrap xds_servers[0].call_creds[0].config.jwt_token_file: open /var/run/secrets/tokens/istio-token: no such file or directory",
+			wantCheckErr: "xds_servers[0].channel_creds[0].config.ca_certificate_file: open /var/run/secrets/istio/root-cert.pem: no such file or directory\n" +
+				"xds_servers[0].call_creds[0].config.jwt_token_file: open /var/run/secrets/tokens/istio-token: no such file or directory",
 		},
 		{
 			name: "go-control-plane example server",
 			in:   goControlPlaneBootstrap,
-			want: &engine.Bootstrap{
-				Servers: []engine.ServerConfig{{URI: "localhost:18000", ChannelCreds: insecure, ServerFeatures: []string{"xds_v3"}}},
-				Node:    engine.Node{ID: "test-id", Cluster: "test-cluster"},
+			want: &bootstrap.Bootstrap{
+				Servers: []bootstrap.ServerConfig{{URI: "localhost:18000", ChannelCreds: insecure, ServerFeatures: []string{"xds_v3"}}},
+				Node:    bootstrap.Node{ID: "test-id", Cluster: "test-cluster"},
 			},
 			wantChannel: []string{"insecure"},
 		},
@@ -352,7 +354,7 @@ func TestRealWorldBootstraps(t *testing.T) {
 		{
 			name:        "grpc-go: empty node",
 			in:          `{"xds_servers": [{"server_uri": "trafficdirector.googleapis.com:443", "channel_creds": [{"type": "insecure"}]}]}`,
-			want:        &engine.Bootstrap{Servers: []engine.ServerConfig{{URI: "trafficdirector.googleapis.com:443", ChannelCreds: insecure}}},
+			want:        &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{{URI: "trafficdirector.googleapis.com:443", ChannelCreds: insecure}}},
 			wantChannel: []string{"insecure"},
 		},
 		{
@@ -360,8 +362,8 @@ func TestRealWorldBootstraps(t *testing.T) {
 			in: `{` + grpcNode[:len(grpcNode)-1] + `, "unknownField": "foobar"},
 				"xds_servers": [{"server_uri": "trafficdirector.googleapis.com:443", "channel_creds": [{"type": "insecure"}], "unknownField": "foobar"}],
 				"unknownField": "foobar"}`,
-			want: &engine.Bootstrap{
-				Servers: []engine.ServerConfig{{URI: "trafficdirector.googleapis.com:443", ChannelCreds: insecure}},
+			want: &bootstrap.Bootstrap{
+				Servers: []bootstrap.ServerConfig{{URI: "trafficdirector.googleapis.com:443", ChannelCreds: insecure}},
 				Node:    grpcTestNode,
 			},
 			wantChannel: []string{"insecure"},
@@ -369,10 +371,10 @@ func TestRealWorldBootstraps(t *testing.T) {
 		{
 			name: "grpc-go: an unknown channel creds type before google_default",
 			in:   `{` + grpcNode + `, "xds_servers": [{"server_uri": "trafficdirector.googleapis.com:443", "channel_creds": [{"type": "not-google-default"}, {"type": "google_default"}], "server_features": ["xds_v3"]}]}`,
-			want: &engine.Bootstrap{
-				Servers: []engine.ServerConfig{{
+			want: &bootstrap.Bootstrap{
+				Servers: []bootstrap.ServerConfig{{
 					URI:            "trafficdirector.googleapis.com:443",
-					ChannelCreds:   []engine.ChannelCreds{{Type: "not-google-default"}, {Type: "google_default"}},
+					ChannelCreds:   []bootstrap.ChannelCreds{{Type: "not-google-default"}, {Type: "google_default"}},
 					ServerFeatures: []string{"xds_v3"},
 				}},
 				Node: grpcTestNode,
@@ -384,8 +386,8 @@ func TestRealWorldBootstraps(t *testing.T) {
 			in: `{` + grpcNode + `, "xds_servers": [
 				{"server_uri": "trafficdirector.googleapis.com:443", "channel_creds": [{"type": "google_default"}], "server_features": ["xds_v3"]},
 				{"server_uri": "backup.never.use.com:1234", "channel_creds": [{"type": "google_default"}]}]}`,
-			want: &engine.Bootstrap{
-				Servers: []engine.ServerConfig{tdServer("xds_v3"), {URI: "backup.never.use.com:1234", ChannelCreds: []engine.ChannelCreds{{Type: "google_default"}}}},
+			want: &bootstrap.Bootstrap{
+				Servers: []bootstrap.ServerConfig{tdServer("xds_v3"), {URI: "backup.never.use.com:1234", ChannelCreds: []bootstrap.ChannelCreds{{Type: "google_default"}}}},
 				Node:    grpcTestNode,
 			},
 			wantChannel: []string{"google_default", "google_default"},
@@ -395,8 +397,8 @@ func TestRealWorldBootstraps(t *testing.T) {
 			in: `{` + grpcNode + `, "xds_servers": [
 				{"server_uri": "trafficdirector.googleapis.com:443", "channel_creds": [{"type": "google_default"}], "server_features": ["ignore_resource_deletion", "xds_v3"]},
 				{"server_uri": "trafficdirector.googleapis.com:443", "channel_creds": [{"type": "google_default"}], "server_features": ["trusted_xds_server", "xds_v3"]}]}`,
-			want: &engine.Bootstrap{
-				Servers: []engine.ServerConfig{tdServer("ignore_resource_deletion", "xds_v3"), tdServer("trusted_xds_server", "xds_v3")},
+			want: &bootstrap.Bootstrap{
+				Servers: []bootstrap.ServerConfig{tdServer("ignore_resource_deletion", "xds_v3"), tdServer("trusted_xds_server", "xds_v3")},
 				Node:    grpcTestNode,
 			},
 			wantChannel: []string{"google_default", "google_default"},
@@ -416,13 +418,13 @@ func TestRealWorldBootstraps(t *testing.T) {
 					"no-servers.com": {"client_listener_resource_name_template": "xdstp://no-servers.com/envoy.config.listener.v3.Listener/%s"}
 				},
 				"allowed_grpc_services": {"dns:///ext-proc:443": {"channel_creds": [{"type": "insecure"}]}}}`,
-			want: &engine.Bootstrap{
-				Servers: []engine.ServerConfig{tdServer()},
+			want: &bootstrap.Bootstrap{
+				Servers: []bootstrap.ServerConfig{tdServer()},
 				Node:    grpcTestNode,
-				Authorities: map[string]engine.Authority{
+				Authorities: map[string]bootstrap.Authority{
 					"xds.td.com": {
 						ClientListenerResourceNameTemplate: "xdstp://xds.td.com/envoy.config.listener.v3.Listener/%s",
-						Servers:                            []engine.ServerConfig{{URI: "td.com", ChannelCreds: []engine.ChannelCreds{{Type: "google_default"}}, ServerFeatures: []string{"xds_v3"}}},
+						Servers:                            []bootstrap.ServerConfig{{URI: "td.com", ChannelCreds: []bootstrap.ChannelCreds{{Type: "google_default"}}, ServerFeatures: []string{"xds_v3"}}},
 					},
 					"#.com":          {},
 					"no-servers.com": {ClientListenerResourceNameTemplate: "xdstp://no-servers.com/envoy.config.listener.v3.Listener/%s"},
@@ -436,10 +438,10 @@ func TestRealWorldBootstraps(t *testing.T) {
 			name: "grpc-go: certificate providers of unknown plugins",
 			in: `{` + grpcNode + `, "xds_servers": [{"server_uri": "trafficdirector.googleapis.com:443", "channel_creds": [{"type": "google_default"}], "server_features": ["xds_v3"]}],
 				"certificate_providers": {"unknownProviderInstance1": {"plugin_name": "foo", "config": {"foo": "bar"}}, "unknownProviderInstance2": {"plugin_name": "bar", "config": {"foo": "bar"}}}}`,
-			want: &engine.Bootstrap{
-				Servers: []engine.ServerConfig{tdServer("xds_v3")},
+			want: &bootstrap.Bootstrap{
+				Servers: []bootstrap.ServerConfig{tdServer("xds_v3")},
 				Node:    grpcTestNode,
-				CertificateProviders: map[string]engine.CertificateProvider{
+				CertificateProviders: map[string]bootstrap.CertificateProvider{
 					"unknownProviderInstance1": {PluginName: "foo", Config: json.RawMessage(`{"foo":"bar"}`)},
 					"unknownProviderInstance2": {PluginName: "bar", Config: json.RawMessage(`{"foo":"bar"}`)},
 				},
@@ -451,37 +453,37 @@ func TestRealWorldBootstraps(t *testing.T) {
 			in: `{"node": {"id": "sidecar~127.0.0.1~pod1.fake-namespace~fake-namespace.svc.cluster.local", "locality": {}},
 				"xds_servers": [{"server_uri": "unix:///etc/istio/XDS", "channel_creds": [{"type": "tls", "config": {}}],
 				"call_creds": [{"type": "jwt_token_file", "config": {"jwt_token_file": "/var/run/secrets/tokens/istio-token"}}], "server_features": ["xds_v3"]}]}`,
-			want: &engine.Bootstrap{
-				Servers: []engine.ServerConfig{{
+			want: &bootstrap.Bootstrap{
+				Servers: []bootstrap.ServerConfig{{
 					URI:            "unix:///etc/istio/XDS",
-					ChannelCreds:   []engine.ChannelCreds{{Type: "tls", Config: json.RawMessage(`{}`)}},
-					CallCreds:      []engine.CallCreds{{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file":"/var/run/secrets/tokens/istio-token"}`)}},
+					ChannelCreds:   []bootstrap.ChannelCreds{{Type: "tls", Config: json.RawMessage(`{}`)}},
+					CallCreds:      []bootstrap.CallCreds{{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file":"/var/run/secrets/tokens/istio-token"}`)}},
 					ServerFeatures: []string{"xds_v3"},
 				}},
-				Node: engine.Node{ID: "sidecar~127.0.0.1~pod1.fake-namespace~fake-namespace.svc.cluster.local"},
+				Node: bootstrap.Node{ID: "sidecar~127.0.0.1~pod1.fake-namespace~fake-namespace.svc.cluster.local"},
 			},
-			wantChannel: []string{"tls"},
-			wantNewErr:  "engine: bootstrap xds_servers[0].call_creds[0].config.jwt_token_file: open /var/run/secrets/tokens/istio-token: no such file or directory",
+			wantChannel:  []string{"tls"},
+			wantCheckErr: "xds_servers[0].call_creds[0].config.jwt_token_file: open /var/run/secrets/tokens/istio-token: no such file or directory",
 		},
 		{
 			// grpc-go parses it, then cannot create the channel.
 			name: "grpc-go: Istio style, insecure with a JWT",
 			in: `{"xds_servers": [{"server_uri": "unix:///etc/istio/XDS", "channel_creds": [{"type": "insecure"}],
 				"call_creds": [{"type": "jwt_token_file", "config": {"jwt_token_file": "/var/run/secrets/tokens/istio-token"}}], "server_features": ["xds_v3"]}]}`,
-			want: &engine.Bootstrap{Servers: []engine.ServerConfig{{
+			want: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{{
 				URI:            "unix:///etc/istio/XDS",
 				ChannelCreds:   insecure,
-				CallCreds:      []engine.CallCreds{{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file":"/var/run/secrets/tokens/istio-token"}`)}},
+				CallCreds:      []bootstrap.CallCreds{{Type: "jwt_token_file", Config: json.RawMessage(`{"jwt_token_file":"/var/run/secrets/tokens/istio-token"}`)}},
 				ServerFeatures: []string{"xds_v3"},
 			}}},
 			wantChannel: []string{"insecure"},
-			wantNewErr: `engine: bootstrap xds_servers[0].call_creds[0]: "jwt_token_file" call credentials need a secure channel, but channel_creds[0] is "insecure"` + "\n" +
-				"engine: bootstrap xds_servers[0].call_creds[0].config.jwt_token_file: open /var/run/secrets/tokens/istio-token: no such file or directory",
+			wantCheckErr: `xds_servers[0].call_creds[0]: "jwt_token_file" call credentials need a secure channel, but channel_creds[0] is "insecure"` + "\n" +
+				"xds_servers[0].call_creds[0].config.jwt_token_file: open /var/run/secrets/tokens/istio-token: no such file or directory",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := engine.ParseBootstrap([]byte(tt.in))
+			got, err := bootstrap.Parse([]byte(tt.in))
 			if err != nil {
 				t.Fatalf("ParseBootstrap: %v", err)
 			}
@@ -496,22 +498,18 @@ func TestRealWorldBootstraps(t *testing.T) {
 				t.Errorf("channel credentials in use mismatch (-want +got):\n%s", diff)
 			}
 
-			// engine.New connects nowhere; it accepts the bootstrap unless a
-			// file it names cannot be read here.
-			eng, err := engine.New(engine.Config{Bootstrap: *got, Registry: testtype.Registry()})
-			if tt.wantNewErr == "" {
-				if err != nil {
-					t.Fatalf("engine.New: %v", err)
+			// Check connects nowhere; it accepts the servers unless a file
+			// they name cannot be read here.
+			var problems []string
+			for i, s := range got.Servers {
+				if err := bootstrap.DefaultCredentials().Check(s); err != nil {
+					for _, line := range strings.Split(err.Error(), "\n") {
+						problems = append(problems, fmt.Sprintf("xds_servers[%d].%s", i, line))
+					}
 				}
-				eng.Close()
-				return
 			}
-			if err == nil {
-				eng.Close()
-				t.Fatalf("engine.New succeeded, want error %q", tt.wantNewErr)
-			}
-			if err.Error() != tt.wantNewErr {
-				t.Errorf("engine.New error = %q, want %q", err, tt.wantNewErr)
+			if got := strings.Join(problems, "\n"); got != tt.wantCheckErr {
+				t.Errorf("Check:\n%s\nwant:\n%s", got, tt.wantCheckErr)
 			}
 		})
 	}
@@ -519,9 +517,9 @@ func TestRealWorldBootstraps(t *testing.T) {
 
 // selectedChannelCreds is the channel_creds type the default transport
 // uses for s: the first it supports, as gRPC chooses.
-func selectedChannelCreds(s engine.ServerConfig) string {
+func selectedChannelCreds(s bootstrap.ServerConfig) string {
 	for _, c := range s.ChannelCreds {
-		if engine.SupportedChannelCreds(c.Type) {
+		if slices.Contains(bootstrap.DefaultCredentials().ChannelCredsTypes(), c.Type) {
 			return c.Type
 		}
 	}
@@ -594,7 +592,7 @@ func TestRealWorldBootstrapsRejected(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := engine.ParseBootstrap([]byte(tt.in))
+			got, err := bootstrap.Parse([]byte(tt.in))
 			if err == nil {
 				t.Fatalf("ParseBootstrap succeeded with %+v", got)
 			}

@@ -64,4 +64,3 @@ func ExampleCredentials_WithCallCreds() {
 	// bootstrap: xds_servers[0].call_creds[0].config.key: is required
 	// insecure map[x-api-key:s3cret]
 }
-

@@ -17,6 +17,7 @@ import (
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/internal/serial"
 	"github.com/xdsengine/xdsengine/internal/xdsname"
 	"github.com/xdsengine/xdsengine/registry"
 )
@@ -48,7 +49,7 @@ type Engine struct {
 	nodeID     string
 	known      []features.ServerFeature
 	fallback   FallbackPolicy
-	ser        *serializer
+	ser        *serial.Serializer
 	hashSeed   maphash.Seed
 	streamsRun sync.WaitGroup
 	metrics    *metrics
@@ -191,7 +192,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("engine: metrics: %w", err)
 	}
 	e.metrics = m
-	e.ser = newSerializer()
+	e.ser = serial.New()
 	return e, nil
 }
 
@@ -320,7 +321,7 @@ func (e *Engine) lookupType(typeURL string) (registry.ResourceType, bool) {
 
 func (e *Engine) failWatchLocked(w ResourceWatcher, err *Error) {
 	e.log.Warn("xDS watch rejected", "type", err.TypeURL, "name", err.Name, "error", err)
-	e.ser.schedule(func() { w.OnResourceChanged(nil, err, func() {}) })
+	e.ser.Schedule(func() { w.OnResourceChanged(nil, err, func() {}) })
 }
 
 // resolveName finds the authority of a resource name and its cache
@@ -481,7 +482,7 @@ func (e *Engine) Close() error {
 		}
 	}
 	e.streamsRun.Wait()
-	e.ser.close()
+	e.ser.Close()
 	e.metrics.close()
 	return errors.Join(errs...)
 }
@@ -493,7 +494,7 @@ func (e *Engine) deliverLocked(h *watch, gate *readGate, call func(done func()))
 	if gate != nil {
 		done = gate.add(h.entry)
 	}
-	if !e.ser.schedule(func() {
+	if !e.ser.Schedule(func() {
 		if h.canceled.Load() {
 			done()
 			return

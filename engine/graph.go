@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/xdsengine/xdsengine/internal/serial"
 	"github.com/xdsengine/xdsengine/registry"
 )
 
@@ -199,7 +200,7 @@ func WatchGraph(src Source, reg *registry.Registry, root registry.Ref, w GraphWa
 		root:  root,
 		w:     w,
 		nodes: make(map[registry.Ref]*graphNodeState),
-		ser:   newSerializer(),
+		ser:   serial.New(),
 	}
 	if n, ok := src.(interface{ NodeID() string }); ok {
 		gw.nodeID = n.NodeID()
@@ -217,7 +218,7 @@ type graphWatch struct {
 	root   registry.Ref
 	w      GraphWatcher
 	nodeID string
-	ser    *serializer
+	ser    *serial.Serializer
 
 	mu       sync.Mutex
 	closed   bool
@@ -363,7 +364,7 @@ func (gw *graphWatch) update(ref registry.Ref, st *graphNodeState, apply func(),
 		c()
 	}
 	gw.startWatches(start)
-	if !gw.ser.schedule(deliver) {
+	if !gw.ser.Schedule(deliver) {
 		release() // cancelled: nobody will see it, but the source must go on
 	}
 }
@@ -547,7 +548,7 @@ func (gw *graphWatch) cancel() {
 	// Not close: cancel may run inside a graph callback, on the
 	// serializer's own goroutine. Queued deliveries see closed and only
 	// release their dones; the goroutine then ends.
-	gw.ser.closeAsync()
+	gw.ser.CloseAsync()
 }
 
 func (gw *graphWatch) isClosed() bool {

@@ -9,6 +9,7 @@ import (
 	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	"google.golang.org/grpc/codes"
 
+	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 )
@@ -154,7 +155,7 @@ func (e *Engine) dropValueLocked(en *entry) {
 
 // onValidLocked stores a valid resource and tells the watchers: the new
 // resource when it changed, or a cleared ambient error when it did not.
-func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, wrapper string, version string, c *channel, gate *readGate) {
+func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, wrapper string, version string, c *channel, gate *wire.Gate) {
 	identical := en.value != nil && (bytes.Equal(en.raw, raw) || resourcesEqual(en.value, value))
 	en.version = version
 	en.updated = e.clock.Now()
@@ -190,7 +191,7 @@ func resourcesEqual(a, b registry.Resource) bool {
 // cached resource is kept or dropped as the server's features decide (a
 // transient TP3 error always keeps it); watchers get an ambient error
 // while a resource is cached and a changed error otherwise.
-func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason, version string, c *channel, gate *readGate) {
+func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason, version string, c *channel, gate *wire.Gate) {
 	switch reason {
 	case features.ReasonNACK:
 		en.state = StateNACKed
@@ -233,7 +234,7 @@ func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason
 // the error (NACKED in CSDS) and its watchers are told, but a cached
 // resource is kept whatever the server's features say, because the
 // response may not have held it at all.
-func (e *Engine) onUnattributedNACKLocked(en *entry, err *Error, gate *readGate) {
+func (e *Engine) onUnattributedNACKLocked(en *entry, err *Error, gate *wire.Gate) {
 	en.state = StateNACKed
 	en.err = err
 	en.failedVersion = ""
@@ -243,7 +244,7 @@ func (e *Engine) onUnattributedNACKLocked(en *entry, err *Error, gate *readGate)
 
 // notifyErrorLocked tells the watchers of an error the A88 way: an
 // ambient error while a resource is cached, a changed error otherwise.
-func (e *Engine) notifyErrorLocked(en *entry, err *Error, gate *readGate) {
+func (e *Engine) notifyErrorLocked(en *entry, err *Error, gate *wire.Gate) {
 	if en.value != nil {
 		en.ambient = err
 		e.notifyAmbientLocked(en, err, gate)

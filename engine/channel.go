@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 )
@@ -35,7 +37,7 @@ type channel struct {
 	// connectivity failure (A78's grpc.xds_client.connected).
 	connected bool
 
-	stream    *adsStream
+	stream    wire.Stream
 	retries   int         // consecutive streams that failed without a response
 	stopRetry func() bool // pending backoff timer
 	closed    bool
@@ -83,18 +85,17 @@ func (c *channel) typeChangedLocked(typeURL string) {
 	}
 	switch {
 	case c.stream != nil:
-		c.stream.subChanges.Add(1)
-		c.stream.markDirtyLocked(typeURL)
+		c.stream.TypeChangedLocked(typeURL)
 	case c.stopRetry == nil:
 		c.startStreamLocked()
 	}
 }
 
-// subscriptionsLocked returns, sorted, the names of a type this channel
-// must subscribe to. Orphaned entries are left out and, when this is
-// their authority's active channel, deleted: the request about to be
-// written unsubscribes them.
-func (c *channel) subscriptionsLocked(typeURL string) []string {
+// SubscriptionLocked returns, sorted, the names of a type this channel
+// must subscribe to, and the version last accepted. Orphaned entries are
+// left out and, when this is their authority's active channel, deleted:
+// the request about to be written unsubscribes them.
+func (c *channel) SubscriptionLocked(typeURL string) ([]string, string) {
 	var names []string
 	var gone []*entry
 	for a := range c.auths {
@@ -112,11 +113,11 @@ func (c *channel) subscriptionsLocked(typeURL string) []string {
 		c.e.removeEntryLocked(en)
 	}
 	slices.Sort(names)
-	return names
+	return names, c.versions[typeURL]
 }
 
-// subscribedTypesLocked lists the types with at least one watched name.
-func (c *channel) subscribedTypesLocked() []string {
+// SubscribedTypesLocked lists the types with at least one watched name.
+func (c *channel) SubscribedTypesLocked() []string {
 	var types []string
 	for a := range c.auths {
 		for t, byName := range a.resources {
@@ -133,22 +134,59 @@ func (c *channel) startStreamLocked() {
 	if c.closed || c.e.closed {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &adsStream{c: c, ctx: ctx, cancel: cancel, types: make(map[string]*streamType),
-		dirty: make(map[string]bool), wake: make(chan struct{}, 1)}
-	c.stream = s
-	c.e.streamsRun.Add(1)
-	go s.run()
+	e := c.e
+	c.stream = wire.NewSotW(wire.Config{
+		Host:                 c,
+		Lock:                 &e.mu,
+		Open:                 c.openStream,
+		Goroutines:           &e.streamsRun,
+		Applying:             &e.applying,
+		Types:                e.lookupType,
+		Switches:             e.switches,
+		Server:               c.serverInfo,
+		Node:                 e.node,
+		Clock:                e.clock,
+		HashSeed:             e.hashSeed,
+		SlowWatcherThreshold: e.slowWatcherThreshold,
+		Log:                  e.log,
+	})
+	c.stream.Start()
 }
 
-// onStreamEndLocked handles the end of a stream (A57): a stream that saw
+// openStream opens an ADS stream on the channel's transport.
+func (c *channel) openStream(ctx context.Context) (wire.RawStream, error) {
+	if c.transport == nil {
+		return nil, c.buildErr
+	}
+	st, err := c.transport.NewStream(ctx, ADSMethod)
+	if err != nil {
+		return nil, err
+	}
+	return limitedStream{st, c.e.maxResponseBytes}, nil
+}
+
+// limitedStream enforces the receive limit over a transport that does
+// not enforce it itself.
+type limitedStream struct {
+	Stream
+	limit int
+}
+
+func (s limitedStream) Recv() ([]byte, error) {
+	b, err := s.Stream.Recv()
+	if err == nil && len(b) > s.limit {
+		return nil, &ResponseTooLargeError{Size: len(b), Limit: s.limit}
+	}
+	return b, err
+}
+
+// EndedLocked handles the end of a stream (A57): a stream that saw
 // a response ended normally and is replaced at once with backoff reset;
 // one that saw none is a connectivity failure, reported to watchers (or
 // answered by fallback) and retried after backoff. A response too large
 // to read is a failure of the server whatever came before it: the same
 // response would arrive again on an immediate retry.
-func (c *channel) onStreamEndLocked(s *adsStream, err error) {
-	s.endLocked()
+func (c *channel) EndedLocked(s wire.Stream, err error, seenResponse bool) {
 	if c.stream != s {
 		return
 	}
@@ -162,10 +200,10 @@ func (c *channel) onStreamEndLocked(s *adsStream, err error) {
 		c.e.metrics.responseTooLarge(c)
 		c.onServerFailureLocked(&Error{Kind: KindResponseTooLarge, Code: codes.ResourceExhausted,
 			ServerURI: c.server.URI, NodeID: c.e.nodeID, Err: tooLarge})
-	case s.seenResponse:
+	case seenResponse:
 		c.retries = 0
 		c.e.log.Info("xDS stream closed after responses; reconnecting", "server", c.server.URI, "error", err)
-		if len(c.subscribedTypesLocked()) > 0 {
+		if len(c.SubscribedTypesLocked()) > 0 {
 			c.startStreamLocked()
 		}
 		return
@@ -173,7 +211,7 @@ func (c *channel) onStreamEndLocked(s *adsStream, err error) {
 		c.onServerFailureLocked(&Error{Kind: KindConnectivity, Code: codes.Unavailable, ServerURI: c.server.URI,
 			NodeID: c.e.nodeID, Err: fmt.Errorf("xDS stream failed with no responses received: %w", err)})
 	}
-	if c.closed || len(c.subscribedTypesLocked()) == 0 {
+	if c.closed || len(c.SubscribedTypesLocked()) == 0 {
 		return
 	}
 	delay := c.e.backoff(c.retries)
@@ -183,7 +221,7 @@ func (c *channel) onStreamEndLocked(s *adsStream, err error) {
 		c.e.mu.Lock()
 		defer c.e.mu.Unlock()
 		c.stopRetry = nil
-		if c.stream == nil && len(c.subscribedTypesLocked()) > 0 {
+		if c.stream == nil && len(c.SubscribedTypesLocked()) > 0 {
 			c.startStreamLocked()
 		}
 	})
@@ -214,17 +252,10 @@ func (c *channel) onServerFailureLocked(cause *Error) {
 	}
 }
 
-// onResponseLocked runs on every response, readable or not: the server
-// is reachable.
-func (c *channel) onResponseLocked(s *adsStream) {
-	s.seenResponse = true
-	c.onHealthyLocked()
-}
-
-// onHealthyLocked runs on every response: the server is reachable, and per
-// A71 it becomes the active server of each authority that listed it, whose
-// lower-priority servers are released at once.
-func (c *channel) onHealthyLocked() {
+// ReceivedLocked runs on every response, readable or not: the server is
+// reachable, and per A71 it becomes the active server of each authority
+// that listed it, whose lower-priority servers are released at once.
+func (c *channel) ReceivedLocked() {
 	c.connected = true
 	if c.status != nil {
 		c.status = nil
@@ -296,10 +327,49 @@ func (c *channel) shutdownLocked() Transport {
 		c.stopRetry = nil
 	}
 	if c.stream != nil {
-		c.stream.endLocked()
+		c.stream.EndLocked()
 		c.stream = nil
 	}
 	return c.transport
+}
+
+// TimerLocked reports whether a resource just subscribed needs a
+// does-not-exist timer: only one nothing is cached for.
+func (c *channel) TimerLocked(typeURL, name string) (time.Duration, bool) {
+	if _, en := c.e.lookupEntryLocked(typeURL, name); en == nil || en.value != nil {
+		return 0, false
+	}
+	return c.timerLocked().Timeout, true
+}
+
+// TimeoutLocked: a resource did not arrive in time.
+func (c *channel) TimeoutLocked(typeURL, name string) {
+	if _, en := c.e.lookupEntryLocked(typeURL, name); en != nil {
+		c.e.onTimerLocked(en, c)
+	}
+}
+
+// SlowWatchers logs the resources whose watchers have not called done,
+// and counts the notifications per type.
+func (c *channel) SlowWatchers(pending []wire.Pending, notifications int) {
+	e := c.e
+	const maxNamed = 10
+	var named []string
+	perType := map[string]int{}
+	for _, p := range pending {
+		t, _ := e.reg.Lookup(p.TypeURL)
+		if len(named) < maxNamed {
+			named = append(named, t.ShortName()+" "+wire.QuoteName(p.Name))
+		}
+		perType[p.TypeURL]++
+	}
+	e.log.Warn("xDS watchers have not called done; reads from the server are held until they do",
+		"server", c.server.URI, "after", e.slowWatcherThreshold, "notifications", notifications,
+		"resources", len(pending), "first", strings.Join(named, ", "))
+	for u, n := range perType {
+		t, _ := e.reg.Lookup(u)
+		e.metrics.slowWatchers(c, t, n)
+	}
 }
 
 // timerLocked is the does-not-exist timer for resources from this server.

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/serial"
 	"github.com/xdsengine/xdsengine/internal/xdsname"
@@ -422,7 +423,7 @@ func (e *Engine) cancelWatch(h *watch) {
 	en.orphaned = true
 	live := false
 	for _, c := range en.auth.channels {
-		if c.stream != nil && c.stream.started {
+		if c.stream != nil && c.stream.StartedLocked() {
 			live = true
 		}
 		c.typeChangedLocked(en.typ.TypeURL)
@@ -489,10 +490,10 @@ func (e *Engine) Close() error {
 
 // deliverLocked schedules one callback for a watcher. A non-nil gate holds
 // the stream's next read until the callback calls done.
-func (e *Engine) deliverLocked(h *watch, gate *readGate, call func(done func())) {
+func (e *Engine) deliverLocked(h *watch, gate *wire.Gate, call func(done func())) {
 	done := func() {}
 	if gate != nil {
-		done = gate.add(h.entry)
+		done = gate.Add(wire.Pending{TypeURL: h.entry.typ.TypeURL, Name: h.entry.name})
 	}
 	if !e.ser.Schedule(func() {
 		if h.canceled.Load() {
@@ -505,13 +506,13 @@ func (e *Engine) deliverLocked(h *watch, gate *readGate, call func(done func()))
 	}
 }
 
-func (e *Engine) notifyChangedLocked(en *entry, r registry.Resource, err error, gate *readGate) {
+func (e *Engine) notifyChangedLocked(en *entry, r registry.Resource, err error, gate *wire.Gate) {
 	for h := range en.watchers {
 		e.deliverLocked(h, gate, func(done func()) { h.w.OnResourceChanged(r, err, done) })
 	}
 }
 
-func (e *Engine) notifyAmbientLocked(en *entry, err error, gate *readGate) {
+func (e *Engine) notifyAmbientLocked(en *entry, err error, gate *wire.Gate) {
 	for h := range en.watchers {
 		e.deliverLocked(h, gate, func(done func()) { h.w.OnAmbientError(err, done) })
 	}

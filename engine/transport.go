@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine/internal/wire"
 )
 
 // ADSMethod is the full gRPC method name of the SotW ADS stream.
-const ADSMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
+const ADSMethod = wire.ADSMethod
 
 // TransportBuilder makes a Transport for one xDS server. The engine builds
 // one transport per distinct server and closes it when no authority uses

@@ -1,4 +1,4 @@
-package engine
+package wire
 
 import (
 	"sync"
@@ -6,12 +6,12 @@ import (
 	"time"
 )
 
-// readGate holds back the next read from an ADS stream until every watcher
+// Gate holds back the next read from a stream until every watcher
 // notified of the previous response has called done (gRFC A88's flow
 // control; grpc-go's ADS flow control works the same way). It remembers
-// which resource each notification was about, so that a watcher that
-// forgets done can be named.
-type readGate struct {
+// what each notification was about, so that a watcher that forgets done
+// can be named.
+type Gate struct {
 	pending atomic.Int64
 	open    chan struct{}
 	once    sync.Once
@@ -26,8 +26,8 @@ type readGate struct {
 
 // pendingDone is one notification's done.
 type pendingDone struct {
-	gate   *readGate
-	entry  *entry
+	gate   *Gate
+	about  Pending
 	called atomic.Bool
 }
 
@@ -39,24 +39,25 @@ func (p *pendingDone) release() {
 	}
 }
 
-// newReadGate returns a gate holding one token of its own, released by
-// arm once every notification of the response has been scheduled, so that
+// NewGate returns a gate holding one token of its own, released by arm
+// once every notification of the response has been scheduled, so that
 // early done calls cannot open the gate while more are being added.
-func newReadGate(clock Clock) *readGate {
-	g := &readGate{open: make(chan struct{}), clock: clock}
+func NewGate(clock Clock) *Gate {
+	g := &Gate{open: make(chan struct{}), clock: clock}
 	g.pending.Store(1)
 	return g
 }
 
-// add registers a notification about en and returns its done.
-func (g *readGate) add(en *entry) func() {
+// Add registers a notification about a resource and returns its done.
+// Call it with the engine's lock held, before the gate is armed.
+func (g *Gate) Add(about Pending) (done func()) {
 	g.pending.Add(1)
-	p := &pendingDone{gate: g, entry: en}
+	p := &pendingDone{gate: g, about: about}
 	g.notes = append(g.notes, p)
 	return p.release
 }
 
-func (g *readGate) release() {
+func (g *Gate) release() {
 	if g.pending.Add(-1) == 0 {
 		g.once.Do(func() {
 			g.opened = g.clock.Now()
@@ -65,7 +66,7 @@ func (g *readGate) release() {
 	}
 }
 
-func (g *readGate) isOpen() bool {
+func (g *Gate) isOpen() bool {
 	select {
 	case <-g.open:
 		return true
@@ -75,7 +76,7 @@ func (g *readGate) isOpen() bool {
 }
 
 // openedAt returns when the gate opened, if it has.
-func (g *readGate) openedAt() (time.Time, bool) {
+func (g *Gate) openedAt() (time.Time, bool) {
 	if !g.isOpen() {
 		return time.Time{}, false
 	}
@@ -83,29 +84,24 @@ func (g *readGate) openedAt() (time.Time, bool) {
 }
 
 // arm releases the gate's own token.
-func (g *readGate) arm() { g.release() }
+func (g *Gate) arm() { g.release() }
 
-// outstanding returns the entries whose notifications still wait for
-// done, each once, in notification order. Only after arm.
-func (g *readGate) outstanding() []*entry {
-	var out []*entry
-	seen := map[*entry]bool{}
-	for _, p := range g.notes {
-		if !p.called.Load() && !seen[p.entry] {
-			seen[p.entry] = true
-			out = append(out, p.entry)
-		}
-	}
-	return out
-}
-
-// outstandingCount is the number of notifications still waiting for done.
-func (g *readGate) outstandingCount() int {
+// outstanding returns the resources whose notifications still wait for
+// done, each once, in notification order, and the number of those
+// notifications. Only after arm.
+func (g *Gate) outstanding() ([]Pending, int) {
+	var out []Pending
 	n := 0
+	seen := map[Pending]bool{}
 	for _, p := range g.notes {
-		if !p.called.Load() {
-			n++
+		if p.called.Load() {
+			continue
+		}
+		n++
+		if !seen[p.about] {
+			seen[p.about] = true
+			out = append(out, p.about)
 		}
 	}
-	return n
+	return out, n
 }

@@ -1,0 +1,134 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/xdsengine/xdsengine/engine/internal/wire"
+	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/registry"
+)
+
+// This file is the second stage of the response path: a response the wire
+// package has decoded is applied to the cache in one critical section.
+// The watcher notifications it schedules hold the response's gate; they
+// run, as the third stage, outside the lock.
+
+// ApplyLocked applies a decoded response: valid resources update the
+// cache, invalid ones are data errors, TP3 errors move their entries to
+// RECEIVED_ERROR, and, for types whose SotW responses carry every
+// resource, what is missing from a response that named everything has
+// been deleted.
+func (c *channel) ApplyLocked(r *wire.Response, gate *wire.Gate) {
+	e := c.e
+	typeURL := r.Type.TypeURL
+	for i := range r.Resources {
+		res := &r.Resources[i]
+		_, en := e.lookupEntryLocked(typeURL, res.Key)
+		if en == nil {
+			continue
+		}
+		if res.Err != nil {
+			nack := e.newError(KindNACK, codes.InvalidArgument, en, c, fmt.Errorf("invalid resource: %w", res.Err))
+			e.onDataErrorLocked(en, nack, features.ReasonNACK, r.Version, c, gate)
+			continue
+		}
+		e.onValidLocked(en, res.Value, res.Raw, res.Wrapper, r.Version, c, gate)
+	}
+	for _, re := range r.Errors {
+		c.applyResourceErrorLocked(typeURL, re, r.Version, gate)
+	}
+	if r.Type.AllResourcesRequiredInSotW && r.Complete {
+		c.applyDeletionsLocked(typeURL, r.Named, r.Version, gate)
+	}
+	if r.Accepted {
+		c.versions[typeURL] = r.Version
+	}
+	e.metrics.resourceUpdates(c, r.Type, r.Valid, r.Invalid)
+}
+
+// applyResourceErrorLocked applies an xRFC TP3 entry. NOT_FOUND and
+// PERMISSION_DENIED are data errors, subject to the server's error
+// policy; other codes are transient and never drop the cache (A88).
+func (c *channel) applyResourceErrorLocked(typeURL string, re wire.ResourceError, version string, gate *wire.Gate) {
+	e := c.e
+	_, en := e.lookupEntryLocked(typeURL, re.Key)
+	if en == nil {
+		return
+	}
+	code := codes.Code(re.Code)
+	err := e.newError(KindServerReported, code, en, c, fmt.Errorf("xDS server reported %s: %s", code, re.Message))
+	e.onDataErrorLocked(en, err, features.ReasonServerReported, version, c, gate)
+}
+
+// applyDeletionsLocked handles SotW deletion for all-resources-required
+// types (LDS, CDS): a cached resource missing from a response of the
+// authority's active server has been deleted. The caller makes sure every
+// resource of the response was named.
+func (c *channel) applyDeletionsLocked(typeURL string, named map[string]bool, version string, gate *wire.Gate) {
+	e := c.e
+	for _, a := range c.authsSortedLocked() {
+		if a.active() != c {
+			continue
+		}
+		for key, en := range a.resources[typeURL] {
+			if named[key] || en.value == nil || en.state == StateDoesNotExist {
+				continue
+			}
+			err := e.newError(KindDeleted, codes.NotFound, en, c, errors.New("resource deleted by the xDS server"))
+			e.onDataErrorLocked(en, err, features.ReasonDeletion, version, c, gate)
+		}
+	}
+}
+
+// UnreadableLocked tells the watchers of a NACKed, unreadable response's
+// type why their server's updates are not arriving. Nothing is dropped.
+func (c *channel) UnreadableLocked(u wire.Unreadable, gate *wire.Gate) {
+	e := c.e
+	e.metrics.unreadableResponse(c, u.TypeURL)
+	if u.Type == nil {
+		return
+	}
+	e.metrics.resourceUpdates(c, *u.Type, 0, 1)
+	for _, a := range c.authsSortedLocked() {
+		if a.active() != c {
+			continue
+		}
+		for _, en := range a.resources[u.TypeURL] {
+			if en.orphaned {
+				continue
+			}
+			err := e.newError(KindNACK, codes.InvalidArgument, en, c, u.Err)
+			e.onUnattributedNACKLocked(en, err, gate)
+		}
+	}
+}
+
+// CachedLocked finds the resource cached from this server with exactly
+// raw's bytes and wrapper name: by the wrapper's name, or else by the
+// bytes' hash.
+func (c *channel) CachedLocked(typeURL, wrapper string, hash uint64, raw []byte) (string, registry.Resource, bool) {
+	e := c.e
+	var en *entry
+	if wrapper != "" {
+		_, en = e.lookupEntryLocked(typeURL, wrapper)
+	} else {
+		en = e.byContent[contentKey{typeURL, hash}]
+	}
+	if en == nil || en.value == nil || en.source != c || en.wrapper != wrapper || !bytes.Equal(en.raw, raw) {
+		return "", nil, false
+	}
+	return en.name, en.value, true
+}
+
+// ResolveName returns the cache key of a resource name.
+func (c *channel) ResolveName(typeURL, name string) (string, error) {
+	_, key, err := c.e.resolveName(typeURL, name)
+	if err != nil {
+		return "", err.Err
+	}
+	return key, nil
+}

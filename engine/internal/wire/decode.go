@@ -1,0 +1,198 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"strings"
+
+	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdsengine/xdsengine/registry"
+)
+
+const resourceWrapperTypeURL = "type.googleapis.com/envoy.service.discovery.v3.Resource"
+
+// candidate is what stage 1 learns of one resource of a response.
+type candidate struct {
+	wrapper string // the Resource wrapper's name, or ""
+	name    string // as sent; "" when it could not be learned
+	value   registry.Resource
+	raw     []byte
+	err     error // why the resource is invalid
+}
+
+// decode is the first stage of a response: it unwraps, checks and decodes
+// every resource and TP3 entry, with no lock held, so that a large
+// response stalls neither Watch calls nor other servers' streams.
+// Resources whose bytes equal those cached from this server are not
+// decoded again; the cache is consulted in one short critical section.
+// It returns what the host applies and the failures the NACK lists.
+func (s *sotw) decode(typ registry.ResourceType, resp *discoverypb.DiscoveryResponse) (*Response, *tally) {
+	cands := make([]candidate, len(resp.GetResources()))
+	for i, res := range resp.GetResources() {
+		c := &cands[i]
+		c.wrapper, c.raw, c.err = unwrapResource(typ, res)
+		c.name = c.wrapper
+	}
+	s.reuseCached(typ.TypeURL, cands)
+	for i := range cands {
+		c := &cands[i]
+		if c.err == nil && c.value == nil {
+			c.name, c.value, c.err = s.decodeResource(typ, c.wrapper, c.raw)
+		}
+	}
+
+	n := len(cands) + len(resp.GetResourceErrors())
+	r := &Response{Type: typ, Version: resp.GetVersionInfo(), Named: make(map[string]bool, n), Complete: true}
+	t := &tally{}
+	r.Resources = make([]Resource, 0, len(cands))
+	for i := range cands {
+		s.checkResource(r, t, i, &cands[i])
+	}
+	if !s.cfg.Switches.DisableDataErrorHandling {
+		for i, re := range resp.GetResourceErrors() {
+			s.checkResourceError(r, t, i, re)
+		}
+	}
+	r.Invalid = t.invalid
+	r.Accepted = r.Valid > 0 || len(t.failures) == 0
+	return r, t
+}
+
+// unwrapResource takes a resource out of its envelope.Resource wrapper,
+// if any, and checks its type. It returns the wrapper's name (or "") and
+// the resource's bytes.
+func unwrapResource(typ registry.ResourceType, res *anypb.Any) (wrapperName string, raw []byte, err error) {
+	inner := res
+	if res.GetTypeUrl() == resourceWrapperTypeURL {
+		w := &discoverypb.Resource{}
+		if err := proto.Unmarshal(res.GetValue(), w); err != nil {
+			return "", nil, fmt.Errorf("envoy.service.discovery.v3.Resource wrapper does not parse: %w", err)
+		}
+		wrapperName = w.GetName()
+		if wrapperName == "" {
+			wrapperName = w.GetResourceName().GetName()
+		}
+		inner = w.GetResource()
+		if inner == nil {
+			return wrapperName, nil, errors.New("envoy.service.discovery.v3.Resource wrapper holds no resource")
+		}
+	}
+	if inner.GetTypeUrl() != typ.TypeURL {
+		return wrapperName, nil, fmt.Errorf("resource type %s in a response of type %q", QuoteName(inner.GetTypeUrl()), typ.TypeURL)
+	}
+	return wrapperName, inner.GetValue(), nil
+}
+
+// reuseCached fills in, for each resource of a response, the value cached
+// from this server with exactly its bytes and wrapper name. Decoding them
+// again would give the same value: the decoder is deterministic, it sees
+// the same bytes and wrapper name, and the validator saw the same server.
+func (s *sotw) reuseCached(typeURL string, cands []candidate) {
+	hashes := make([]uint64, len(cands))
+	for i := range cands {
+		if cands[i].err == nil && cands[i].wrapper == "" {
+			hashes[i] = maphash.Bytes(s.cfg.HashSeed, cands[i].raw)
+		}
+	}
+	s.cfg.Lock.Lock()
+	defer s.cfg.Lock.Unlock()
+	for i := range cands {
+		c := &cands[i]
+		if c.err != nil {
+			continue
+		}
+		if name, value, ok := s.host.CachedLocked(typeURL, c.wrapper, hashes[i], c.raw); ok {
+			c.name, c.value = name, value
+		}
+	}
+}
+
+// decodeResource decodes and validates one resource. The name is
+// returned whenever it is known, also with an error.
+func (s *sotw) decodeResource(typ registry.ResourceType, wrapperName string, raw []byte) (string, registry.Resource, error) {
+	dr, err := typ.Decode(raw, registry.DecodeOptions{WrapperName: wrapperName, Server: s.cfg.Server, Switches: s.cfg.Switches})
+	if err == nil && wrapperName != "" && dr.Name != wrapperName && !s.sameResourceName(typ.TypeURL, dr.Name, wrapperName) {
+		// Which of the two names is meant cannot be known; the wrapper's
+		// is the one the protocol defines, so the NACK is charged to it.
+		return wrapperName, nil, fmt.Errorf("resource name %s does not match its Resource wrapper's name %s", QuoteName(dr.Name), QuoteName(wrapperName))
+	}
+	return dr.Name, dr.Resource, err
+}
+
+// sameResourceName reports whether two names are one resource: equal, or
+// xdstp:// names with one canonical form (A47).
+func (s *sotw) sameResourceName(typeURL, a, b string) bool {
+	ka, errA := s.host.ResolveName(typeURL, a)
+	kb, errB := s.host.ResolveName(typeURL, b)
+	return errA == nil && errB == nil && ka == kb
+}
+
+// checkResource adds resource i to the response, or its failure to the
+// NACK: a resource whose name cannot be learned, does not resolve or
+// repeats an earlier one is not applied.
+func (s *sotw) checkResource(r *Response, t *tally, i int, c *candidate) {
+	if c.name == "" {
+		r.Complete = false
+		t.fail("resource index %d: %v", i, c.err)
+		return
+	}
+	key, err := s.host.ResolveName(r.Type.TypeURL, c.name)
+	if err != nil {
+		// Not a name anyone can watch, so not one of the cached ones.
+		t.fail("resource index %d, name %s: %v", i, QuoteName(c.name), err)
+		return
+	}
+	if r.Named[key] {
+		// The first one counts; a second could only contradict it.
+		t.fail("resource index %d, name %s: duplicate resource name %s", i, QuoteName(c.name), QuoteName(c.name))
+		return
+	}
+	r.Named[key] = true
+	if c.err != nil {
+		t.fail("resource index %d, name %s: %v", i, QuoteName(c.name), c.err)
+	} else {
+		r.Valid++
+	}
+	r.Resources = append(r.Resources, Resource{Key: key, Wrapper: c.wrapper, Value: c.value, Raw: c.raw, Err: c.err})
+}
+
+// checkResourceError adds entry i of an xRFC TP3 resource_errors list to
+// the response. An entry that is not an error (no name, code OK) is
+// NACKed, as gRPC C-core does: a watcher never sees an error whose code
+// is OK.
+func (s *sotw) checkResourceError(r *Response, t *tally, i int, re *discoverypb.ResourceError) {
+	name := re.GetResourceName().GetName()
+	code := codes.Code(re.GetErrorDetail().GetCode())
+	switch {
+	case name == "":
+		// An error for a resource that is not named could be for any:
+		// as for a nameless resource, nothing is deleted by absence.
+		r.Complete = false
+		t.fail("resource_errors index %d: resource_name unset", i)
+		return
+	case code == codes.OK:
+		t.fail("resource_errors index %d, name %s: error_detail must be non-OK", i, QuoteName(name))
+		return
+	case code > codes.Unauthenticated:
+		t.fail("resource_errors index %d, name %s: error_detail code %d is not a gRPC status code", i, QuoteName(name), uint32(code))
+		return
+	}
+	key, err := s.host.ResolveName(r.Type.TypeURL, name)
+	if err != nil {
+		t.fail("resource_errors index %d, name %s: cannot parse xDS resource name: %v", i, QuoteName(name), err)
+		return
+	}
+	if r.Named[key] {
+		t.fail("resource_errors index %d, name %s: duplicate resource name %s", i, QuoteName(name), QuoteName(name))
+		return
+	}
+	r.Named[key] = true
+	t.invalid++
+	msg := strings.ToValidUTF8(re.GetErrorDetail().GetMessage(), "\uFFFD")
+	r.Errors = append(r.Errors, ResourceError{Key: key, Code: uint32(code), Message: msg})
+}

@@ -1,0 +1,15 @@
+// Package wire speaks the ADS protocol to one xDS server for the engine:
+// it opens the stream, builds each request from the engine's
+// subscriptions when the stream can take it, keeps the nonce and pending
+// NACK per type, runs the does-not-exist timers of what it wrote, and
+// decodes each response (stage 1 of the response path) before handing it
+// to the engine to apply.
+//
+// The package knows nothing of the cache or the watchers: the engine is a
+// [Host], and a stream is a [Stream]. State of the World is [NewSotW]; an
+// incremental variant implements the same interface beside it.
+//
+// Flow control (gRFC A88) runs through a [Gate]: every notification the
+// engine schedules for a response holds the gate, and the next read waits
+// until every watcher has called done.
+package wire

@@ -1,0 +1,192 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"strings"
+
+	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+func (s *sotw) recvLoop() {
+	for {
+		b, err := s.raw.Recv()
+		if err != nil {
+			s.cfg.Lock.Lock()
+			s.endWithLocked(err)
+			s.cfg.Lock.Unlock()
+			return
+		}
+		gate := NewGate(s.cfg.Clock)
+		s.cfg.Lock.Lock()
+		if s.ended {
+			s.cfg.Lock.Unlock()
+			return
+		}
+		s.holdLocked(gate)
+		s.cfg.Lock.Unlock()
+		if !s.handle(b, gate) {
+			return
+		}
+		gate.arm()
+		if err := s.waitForWatchers(gate); err != nil {
+			s.cfg.Lock.Lock()
+			s.endWithLocked(errors.Join(context.Cause(s.ctx), err))
+			s.cfg.Lock.Unlock()
+			return
+		}
+		s.cfg.Lock.Lock()
+		s.unholdLocked()
+		s.cfg.Lock.Unlock()
+	}
+}
+
+// handle takes one response through its first two stages: decoding here,
+// applying by the host. It reports false if the stream ended meanwhile.
+func (s *sotw) handle(b []byte, gate *Gate) bool {
+	resp := &discoverypb.DiscoveryResponse{}
+	perr := proto.Unmarshal(b, resp)
+	if perr == nil {
+		s.cfg.Log.Debug("xDS response received", "server", s.cfg.Server.URI, "type", resp.GetTypeUrl(), "version", resp.GetVersionInfo(),
+			"nonce", resp.GetNonce(), "resources", len(resp.GetResources()), "resource_errors", len(resp.GetResourceErrors()))
+	}
+	typ, known := s.cfg.Types(resp.GetTypeUrl())
+	var (
+		decoded *Response
+		t       *tally
+	)
+	if perr == nil && known {
+		decoded, t = s.decode(typ, resp)
+	}
+	s.cfg.Lock.Lock()
+	defer s.cfg.Lock.Unlock()
+	if s.ended {
+		return false
+	}
+	s.seenResponse = true
+	s.host.ReceivedLocked()
+	switch {
+	case perr != nil:
+		s.unreadableLocked(b, perr, gate)
+	case !known:
+		s.cfg.Log.Warn("xDS response for an unregistered type; ignored", "server", s.cfg.Server.URI, "type", resp.GetTypeUrl())
+	default:
+		s.applyLocked(resp.GetNonce(), decoded, t, gate)
+	}
+	return true
+}
+
+// applyLocked hands a decoded response to the host and answers it.
+func (s *sotw) applyLocked(nonce string, r *Response, t *tally, gate *Gate) {
+	typeURL := r.Type.TypeURL
+	st := s.typeLocked(typeURL)
+	st.nonce = nonce
+	for _, res := range r.Resources {
+		s.settleLocked(typeURL, res.Key)
+	}
+	for _, re := range r.Errors {
+		s.settleLocked(typeURL, re.Key)
+	}
+	s.cfg.Applying.Add(1)
+	s.host.ApplyLocked(r, gate)
+	s.cfg.Applying.Add(1)
+	if st.nack = t.nackDetail(); st.nack != nil {
+		s.cfg.Log.Warn("xDS response NACKed", "server", s.cfg.Server.URI, "type", r.Type.ShortName(), "version", r.Version, "errors", st.nack.GetMessage())
+	}
+	s.markDirtyLocked(typeURL)
+}
+
+// unreadableLocked answers a response whose envelope does not parse. If
+// its type and nonce can still be read, the response is NACKed and the
+// host tells the watchers of that type why their server's updates are not
+// arriving; nothing is dropped or deleted, since what the response held
+// is unknown.
+func (s *sotw) unreadableLocked(b []byte, perr error, gate *Gate) {
+	typeURL, nonce, ok := peekTypeAndNonce(b)
+	u := Unreadable{TypeURL: typeURL, Err: perr}
+	typ, known := s.cfg.Types(typeURL)
+	if !ok || !known {
+		s.cfg.Log.Warn("xDS response does not parse and names no known type; ignored", "server", s.cfg.Server.URI, "type", typeURL, "bytes", len(b), "error", perr)
+		s.host.UnreadableLocked(u, gate)
+		return
+	}
+	u.Type = &typ
+	u.Err = fmt.Errorf("xDS response of %d bytes does not parse: %w", len(b), perr)
+	st := s.typeLocked(typeURL)
+	st.nonce = nonce
+	st.nack = nackStatus(u.Err.Error())
+	s.cfg.Log.Warn("xDS response NACKed", "server", s.cfg.Server.URI, "type", typ.ShortName(), "errors", st.nack.GetMessage())
+	// The awaited resources may well have been in it: the timers stop, as
+	// on any response, and the watchers hear of the NACK instead.
+	for _, sub := range st.subs {
+		sub.stopLocked()
+	}
+	s.host.UnreadableLocked(u, gate)
+	s.markDirtyLocked(typeURL)
+}
+
+// peekTypeAndNonce reads type_url (field 4) and nonce (field 5) from the
+// top level of a DiscoveryResponse that proto.Unmarshal refused, skipping
+// whatever else it can. It reports whether both fields were read.
+func peekTypeAndNonce(b []byte) (typeURL, nonce string, ok bool) {
+	var haveType, haveNonce bool
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			break
+		}
+		b = b[n:]
+		if typ == protowire.BytesType && (num == 4 || num == 5) {
+			v, m := protowire.ConsumeBytes(b)
+			if m < 0 {
+				break
+			}
+			if num == 4 {
+				typeURL, haveType = string(v), true
+			} else {
+				nonce, haveNonce = string(v), true
+			}
+			b = b[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			break
+		}
+		b = b[m:]
+	}
+	// Echoed in a proto string, the nonce must be valid UTF-8.
+	return typeURL, strings.ToValidUTF8(nonce, "\uFFFD"), haveType && haveNonce
+}
+
+// waitForWatchers waits until every watcher notified of the last response
+// has called done. A88's flow control is kept however long that takes,
+// but the host hears of notifications that hold done past
+// Config.SlowWatcherThreshold, since they stop every read from this
+// server.
+func (s *sotw) waitForWatchers(g *Gate) error {
+	var overdue chan struct{}
+	if s.cfg.SlowWatcherThreshold > 0 {
+		overdue = make(chan struct{})
+		ch := overdue
+		stop := s.cfg.Clock.AfterFunc(s.cfg.SlowWatcherThreshold, func() { close(ch) })
+		defer stop()
+	}
+	for {
+		select {
+		case <-g.open:
+			return nil
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		case <-overdue:
+			overdue = nil
+			if pending, n := g.outstanding(); len(pending) > 0 {
+				s.host.SlowWatchers(pending, n)
+			}
+		}
+	}
+}

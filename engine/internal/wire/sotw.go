@@ -1,0 +1,261 @@
+package wire
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// sotw is one State-of-the-World ADS stream attempt. Requests are built
+// from the host's state when they are written, not when the state
+// changes, so a burst of watches of one type becomes one request.
+type sotw struct {
+	cfg    Config
+	host   Host
+	ctx    context.Context
+	cancel context.CancelFunc
+	raw    RawStream // set once open
+
+	// Guarded by cfg.Lock:
+	started      bool // stream open, requests may be written
+	ended        bool
+	sentNode     bool
+	seenResponse bool
+	types        map[string]*streamType
+	dirty        map[string]bool
+	wake         chan struct{}
+	// subChanges counts subscription changes, so the writer can tell a
+	// burst of watches still under way from a single ACK.
+	subChanges atomic.Uint64
+	builtAt    uint64 // only the send loop touches it
+
+	holds holds
+}
+
+// streamType is a stream's state for one resource type.
+type streamType struct {
+	nonce string            // of the last response; per stream
+	nack  *rpcstatus.Status // error_detail for the next request
+	// subs are the names of the last request written, with their
+	// does-not-exist timers.
+	subs map[string]*subscription
+	// last is what the last written request said, to skip exact repeats.
+	last    []string
+	lastVer string
+	lastNon string
+	written bool
+}
+
+// NewSotW returns a State-of-the-World ADS stream; Start opens it.
+func NewSotW(cfg Config) Stream {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &sotw{cfg: cfg, host: cfg.Host, ctx: ctx, cancel: cancel,
+		types: make(map[string]*streamType), dirty: make(map[string]bool), wake: make(chan struct{}, 1)}
+}
+
+func (s *sotw) Start() {
+	s.cfg.Goroutines.Add(1)
+	go s.run()
+}
+
+func (s *sotw) StartedLocked() bool { return s.started }
+
+func (s *sotw) TypeChangedLocked(typeURL string) {
+	s.subChanges.Add(1)
+	s.markDirtyLocked(typeURL)
+}
+
+// EndLocked stops the stream and its timers.
+func (s *sotw) EndLocked() {
+	if s.ended {
+		return
+	}
+	s.ended = true
+	s.cancel()
+	for _, st := range s.types {
+		for _, sub := range st.subs {
+			sub.stopLocked()
+		}
+	}
+}
+
+// endWithLocked ends the stream and tells the host why.
+func (s *sotw) endWithLocked(err error) {
+	if s.ended {
+		return
+	}
+	s.EndLocked()
+	s.host.EndedLocked(s, err, s.seenResponse)
+}
+
+func (s *sotw) typeLocked(typeURL string) *streamType {
+	st := s.types[typeURL]
+	if st == nil {
+		st = &streamType{subs: make(map[string]*subscription)}
+		s.types[typeURL] = st
+	}
+	return st
+}
+
+// markDirtyLocked asks the writer to send the type's current state.
+func (s *sotw) markDirtyLocked(typeURL string) {
+	if s.ended {
+		return
+	}
+	s.dirty[typeURL] = true
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *sotw) run() {
+	defer s.cfg.Goroutines.Done()
+	raw, err := s.cfg.Open(s.ctx)
+	s.cfg.Lock.Lock()
+	if err != nil {
+		s.endWithLocked(err)
+		s.cfg.Lock.Unlock()
+		return
+	}
+	if s.ended {
+		s.cfg.Lock.Unlock()
+		return
+	}
+	s.raw = raw
+	s.started = true
+	for _, t := range s.host.SubscribedTypesLocked() {
+		s.markDirtyLocked(t)
+	}
+	s.cfg.Goroutines.Add(1)
+	s.cfg.Lock.Unlock()
+	go s.sendLoop()
+	s.recvLoop()
+}
+
+func (s *sotw) sendLoop() {
+	defer s.cfg.Goroutines.Done()
+	for {
+		select {
+		case <-s.wake:
+		case <-s.ctx.Done():
+			return
+		}
+		for {
+			s.settle()
+			s.cfg.Lock.Lock()
+			if s.ended {
+				s.cfg.Lock.Unlock()
+				return
+			}
+			req := s.nextRequestLocked()
+			s.cfg.Lock.Unlock()
+			if req == nil {
+				break
+			}
+			b, err := proto.Marshal(req)
+			if err != nil {
+				s.cfg.Log.Error("xDS request marshal", "error", err)
+				continue
+			}
+			if err := s.raw.Send(b); err != nil {
+				// Recv reports the stream's status; nothing to add here.
+				return
+			}
+			s.cfg.Log.Debug("xDS request sent", "server", s.cfg.Server.URI, "type", req.GetTypeUrl(), "version", req.GetVersionInfo(),
+				"nonce", req.GetResponseNonce(), "names", len(req.GetResourceNames()), "nack", req.GetErrorDetail() != nil)
+			s.cfg.Lock.Lock()
+			s.onWrittenLocked(req)
+			s.cfg.Lock.Unlock()
+		}
+	}
+}
+
+// settle lets a burst of subscription changes (many watches registered
+// in a loop) finish before a request is built, so that the burst leaves
+// in a few requests per type instead of one per watch: each request of a
+// SotW stream makes the server send every subscribed resource again, so
+// a burst sent piecemeal costs the server, and this client, the square of
+// its size. It waits until the subscriptions have not changed for a quiet
+// period, at most about a second; a single watch waits one quiet period,
+// and an ACK, which changes no subscription, is not delayed. A response
+// being applied holds the engine's lock, so Watch calls cannot change
+// anything meanwhile: that is no quiet, and does not count. It sleeps
+// rather than spins, leaving the CPU to the goroutine registering the
+// watches.
+func (s *sotw) settle() {
+	const (
+		quiet = 250 * time.Microsecond
+		limit = time.Second
+	)
+	last := s.subChanges.Load()
+	if last == s.builtAt {
+		return
+	}
+	lastApply := s.cfg.Applying.Load()
+	// Stalls do not count, but a server whose responses never stop must
+	// not hold subscriptions back for ever either.
+	deadline := time.Now().Add(10 * limit)
+	for waited := time.Duration(0); waited < limit && time.Now().Before(deadline); {
+		time.Sleep(quiet)
+		n, apply := s.subChanges.Load(), s.cfg.Applying.Load()
+		stalled := apply != lastApply || apply%2 == 1
+		if n == last && !stalled {
+			break
+		}
+		if !stalled {
+			waited += quiet
+		}
+		last, lastApply = n, apply
+	}
+	s.builtAt = s.subChanges.Load()
+}
+
+// nextRequestLocked builds the request of the next dirty type, in type URL
+// order, skipping one that would repeat the last written request exactly.
+func (s *sotw) nextRequestLocked() *discoverypb.DiscoveryRequest {
+	for len(s.dirty) > 0 {
+		types := make([]string, 0, len(s.dirty))
+		for t := range s.dirty {
+			types = append(types, t)
+		}
+		slices.Sort(types)
+		typeURL := types[0]
+		delete(s.dirty, typeURL)
+		st := s.typeLocked(typeURL)
+		names, version := s.host.SubscriptionLocked(typeURL)
+		if s.ended {
+			// Unsubscribing what nobody watches any more released the
+			// server.
+			return nil
+		}
+		if st.nack == nil && st.written && st.lastVer == version && st.lastNon == st.nonce && slices.Equal(st.last, names) {
+			continue
+		}
+		if !st.written && len(names) == 0 {
+			// Never subscribed on this stream and nothing to subscribe.
+			continue
+		}
+		req := &discoverypb.DiscoveryRequest{
+			VersionInfo:   version,
+			ResourceNames: names,
+			TypeUrl:       typeURL,
+			ResponseNonce: st.nonce,
+			ErrorDetail:   st.nack,
+		}
+		if !s.sentNode {
+			req.Node = s.cfg.Node
+			s.sentNode = true
+		}
+		st.nack = nil
+		st.last, st.lastVer, st.lastNon, st.written = names, version, st.nonce, true
+		s.trackSubscriptionsLocked(st, names)
+		return req
+	}
+	return nil
+}

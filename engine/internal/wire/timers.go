@@ -1,0 +1,170 @@
+package wire
+
+import (
+	"slices"
+	"time"
+
+	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+)
+
+// subscription is one name on one stream. Its does-not-exist timer runs
+// from the first write of the name on this stream until the resource (or
+// a TP3 error for it) arrives, and only if nothing is cached (A57, A88).
+type subscription struct {
+	timerStop func() bool
+	settled   bool // seen, expired or cached when first written
+	// The timer ran from start for timeout, plus the time the stream was
+	// held since (its held time was heldAtStart at the start).
+	start       time.Time
+	timeout     time.Duration
+	heldAtStart time.Duration
+}
+
+// holds tracks the time a stream spends held: from the receipt of a
+// response until every watcher has called done, nothing more is read, so
+// its does-not-exist timers must not run down (A27: the timer stops on
+// receipt, and the next resources may be waiting, unread, behind the held
+// one).
+type holds struct {
+	// gate is that of the response being delivered, nil between
+	// responses; the hold ends when the gate opens, whenever the reader
+	// gets round to noticing.
+	gate  *Gate
+	start time.Time
+	sum   time.Duration // earlier holds
+	// deferred are timers that expired during a hold.
+	deferred []deferredTimer
+}
+
+type deferredTimer struct {
+	typeURL, name string
+	sub           *subscription
+}
+
+// trackSubscriptionsLocked records the names of a request being built:
+// new names get a subscription whose timer starts once the request is
+// written, names left out lose theirs. Recording before the write matters:
+// a response may be processed before the writer learns its write is done.
+func (s *sotw) trackSubscriptionsLocked(st *streamType, names []string) {
+	for name, sub := range st.subs {
+		if _, still := slices.BinarySearch(names, name); !still {
+			sub.stopLocked()
+			delete(st.subs, name)
+		}
+	}
+	for _, name := range names {
+		if _, ok := st.subs[name]; !ok {
+			st.subs[name] = &subscription{}
+		}
+	}
+}
+
+// onWrittenLocked starts the does-not-exist timer of each name written for
+// the first time on this stream whose resource is neither cached nor
+// already settled by a response.
+func (s *sotw) onWrittenLocked(req *discoverypb.DiscoveryRequest) {
+	if s.ended {
+		return
+	}
+	typeURL := req.GetTypeUrl()
+	st := s.typeLocked(typeURL)
+	for _, name := range req.GetResourceNames() {
+		sub := st.subs[name]
+		if sub == nil || sub.settled || sub.timerStop != nil {
+			continue
+		}
+		timeout, ok := s.host.TimerLocked(typeURL, name)
+		if !ok {
+			sub.settled = true
+			continue
+		}
+		sub.start, sub.timeout, sub.heldAtStart = s.cfg.Clock.Now(), timeout, s.heldLocked()
+		sub.timerStop = s.cfg.Clock.AfterFunc(timeout, func() { s.onTimer(typeURL, name, sub) })
+	}
+}
+
+func (s *sotw) onTimer(typeURL, name string, sub *subscription) {
+	s.cfg.Lock.Lock()
+	defer s.cfg.Lock.Unlock()
+	if s.ended || sub.settled || s.types[typeURL].subs[name] != sub {
+		return
+	}
+	sub.timerStop = nil
+	if g := s.holds.gate; g != nil && !g.isOpen() {
+		s.holds.deferred = append(s.holds.deferred, deferredTimer{typeURL, name, sub})
+		return
+	}
+	s.expireOrExtendLocked(typeURL, name, sub)
+}
+
+// expireOrExtendLocked ends a timer that ran its length: the time the
+// stream was held meanwhile does not count, so the timer is extended by
+// it; once none is left, the resource is declared missing.
+func (s *sotw) expireOrExtendLocked(typeURL, name string, sub *subscription) {
+	deadline := sub.start.Add(sub.timeout + s.heldLocked() - sub.heldAtStart)
+	if left := deadline.Sub(s.cfg.Clock.Now()); left > 0 {
+		sub.timerStop = s.cfg.Clock.AfterFunc(left, func() { s.onTimer(typeURL, name, sub) })
+		return
+	}
+	sub.settled = true
+	s.host.TimeoutLocked(typeURL, name)
+}
+
+// heldLocked is the total time the stream has been held so far.
+func (s *sotw) heldLocked() time.Duration {
+	h := &s.holds
+	if h.gate == nil {
+		return h.sum
+	}
+	end, open := h.gate.openedAt()
+	if !open {
+		end = s.cfg.Clock.Now()
+	}
+	return h.sum + end.Sub(h.start)
+}
+
+// holdLocked starts a hold, from the receipt of a response until its gate
+// opens.
+func (s *sotw) holdLocked(g *Gate) {
+	s.holds.gate = g
+	s.holds.start = s.cfg.Clock.Now()
+}
+
+// unholdLocked ends a hold whose gate has opened; timers that expired
+// during it get the time it took back.
+func (s *sotw) unholdLocked() {
+	h := &s.holds
+	if h.gate == nil {
+		return
+	}
+	h.sum = s.heldLocked()
+	h.gate = nil
+	deferred := h.deferred
+	h.deferred = nil
+	for _, d := range deferred {
+		if !s.ended && !d.sub.settled && s.types[d.typeURL].subs[d.name] == d.sub {
+			s.expireOrExtendLocked(d.typeURL, d.name, d.sub)
+		}
+	}
+}
+
+// settleLocked stops a name's timer: the resource, or an error for it,
+// arrived on this stream.
+func (s *sotw) settleLocked(typeURL, name string) {
+	st := s.types[typeURL]
+	if st == nil {
+		return
+	}
+	if sub := st.subs[name]; sub != nil {
+		sub.stopLocked()
+	}
+}
+
+// stopLocked settles the subscription: its timer will not fire.
+func (sub *subscription) stopLocked() {
+	sub.settled = true
+	if sub.timerStop != nil {
+		sub.timerStop()
+		sub.timerStop = nil
+	}
+}

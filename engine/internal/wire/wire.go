@@ -1,0 +1,179 @@
+package wire
+
+import (
+	"context"
+	"hash/maphash"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+
+	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/registry"
+)
+
+// Stream is one stream attempt to one server, as the engine drives it. A
+// protocol variant (State of the World today, incremental beside it)
+// implements it. Its Locked methods are called with Config.Lock held.
+type Stream interface {
+	// Start opens the stream in the background. Call it once.
+	Start()
+	// TypeChangedLocked tells the stream that the subscriptions of a type
+	// may have changed: the stream writes the type's current state when
+	// it can.
+	TypeChangedLocked(typeURL string)
+	// StartedLocked reports whether the stream is open, so that what the
+	// engine subscribes to will be written.
+	StartedLocked() bool
+	// EndLocked ends the stream and its timers. No Host method runs for
+	// the stream afterwards. Idempotent.
+	EndLocked()
+}
+
+// Host is the engine's side of a stream: its connection to one server,
+// the cache and the watchers. The stream calls the Locked methods with
+// Config.Lock held, the others without.
+type Host interface {
+	// SubscribedTypesLocked lists the types with a subscribed name.
+	SubscribedTypesLocked() []string
+	// SubscriptionLocked returns the names of typeURL to subscribe to,
+	// sorted, and the last version accepted from this server.
+	SubscriptionLocked(typeURL string) (names []string, version string)
+	// TimerLocked reports whether name (a cache key) needs a
+	// does-not-exist timer now that its subscription is written, and its
+	// length.
+	TimerLocked(typeURL, name string) (time.Duration, bool)
+	// TimeoutLocked: the does-not-exist timer of name ran out.
+	TimeoutLocked(typeURL, name string)
+	// ReceivedLocked: a response arrived, readable or not, so the server
+	// is reachable.
+	ReceivedLocked()
+	// ApplyLocked applies a decoded response to the cache (stage 2). The
+	// notifications it schedules hold gate.
+	ApplyLocked(r *Response, gate *Gate)
+	// UnreadableLocked: a response's envelope did not parse. u.Type is
+	// set when its type and nonce could be read and the type is
+	// registered: then the response has been NACKed.
+	UnreadableLocked(u Unreadable, gate *Gate)
+	// CachedLocked returns the value cached from this server that was
+	// decoded from exactly raw, sent in a wrapper of that name (or in
+	// none), so that decoding it again is skipped. hash is raw's under
+	// Config.HashSeed when wrapper is "" (a wrapped resource is found by
+	// its wrapper's name).
+	CachedLocked(typeURL, wrapper string, hash uint64, raw []byte) (name string, value registry.Resource, ok bool)
+	// ResolveName returns the cache key of a name, or why it is not a name
+	// anybody can watch. It takes no lock.
+	ResolveName(typeURL, name string) (key string, err error)
+	// EndedLocked: stream s ended with err; seenResponse says whether a
+	// response had been read on it.
+	EndedLocked(s Stream, err error, seenResponse bool)
+	// SlowWatchers: reads have been held for Config.SlowWatcherThreshold
+	// by notifications still waiting for done: notifications in all,
+	// about the resources pending. No lock is held.
+	SlowWatchers(pending []Pending, notifications int)
+}
+
+// RawStream is an open gRPC stream carrying serialized messages. Send and
+// Recv may run concurrently with each other.
+type RawStream interface {
+	Send(msg []byte) error
+	Recv() ([]byte, error)
+}
+
+// Clock is the engine's source of time.
+type Clock interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+// Config is what a stream needs from the engine.
+type Config struct {
+	Host Host
+	// Lock guards the stream's state and the Host's.
+	Lock sync.Locker
+	// Open opens the underlying stream; it should fail rather than wait
+	// while the server is unreachable. Cancelling ctx ends the stream.
+	Open func(ctx context.Context) (RawStream, error)
+	// Goroutines tracks the stream's goroutines, so that the engine can
+	// wait for them on Close.
+	Goroutines *sync.WaitGroup
+	// Applying is odd while a response is applied (by any stream of the
+	// engine) and counts the starts and ends. The lock is held then, so
+	// Watch calls cannot change subscriptions, and request batching must
+	// not mistake that for quiet.
+	Applying *atomic.Uint64
+	// Types looks up a registered, enabled resource type.
+	Types    func(typeURL string) (registry.ResourceType, bool)
+	Switches features.Switches
+	Server   registry.ServerInfo
+	// Node goes in the first request of the stream.
+	Node     *corepb.Node
+	Clock    Clock
+	HashSeed maphash.Seed
+	// SlowWatcherThreshold is how long a response's notifications may
+	// hold reads before Host.SlowWatchers is told; zero never.
+	SlowWatcherThreshold time.Duration
+	Log                  *slog.Logger
+}
+
+// Response is a decoded response: stage 1's result, for the host to
+// apply.
+type Response struct {
+	Type    registry.ResourceType
+	Version string
+	// Resources are those whose name resolves, each name once: valid ones
+	// with Value, invalid ones with Err.
+	Resources []Resource
+	// Errors are the response's valid xRFC TP3 entries, each name once.
+	Errors []ResourceError
+	// Named holds the key of every resource and TP3 entry that has one.
+	Named map[string]bool
+	// Complete says that every resource and TP3 entry was named. For a
+	// type whose SotW responses carry every resource, what Named lacks
+	// has then been deleted; a resource whose name could not be learned
+	// could be any resource.
+	Complete bool
+	// Accepted says that the version is accepted: at least one resource
+	// was valid, or none failed (gRPC's rule). A response with failures
+	// is NACKed all the same.
+	Accepted bool
+	// Valid and Invalid count resources for metrics; Invalid includes TP3
+	// entries, which A78 counts as invalid updates.
+	Valid, Invalid int
+}
+
+// Resource is one resource of a response.
+type Resource struct {
+	Key     string // cache key
+	Wrapper string // the Resource wrapper's name, or ""
+	Value   registry.Resource
+	Raw     []byte
+	Err     error // why it is invalid
+}
+
+// ResourceError is one xRFC TP3 entry.
+type ResourceError struct {
+	Key     string
+	Code    uint32 // a gRPC status code other than OK
+	Message string // valid UTF-8
+}
+
+// Unreadable describes a response whose envelope did not parse.
+type Unreadable struct {
+	// TypeURL is the response's type_url, when it could be read.
+	TypeURL string
+	// Type is set when the response was NACKed: its type and nonce were
+	// read and the type is registered.
+	Type *registry.ResourceType
+	Err  error
+}
+
+// Pending is one notification still waiting for its watcher's done.
+type Pending struct {
+	TypeURL, Name string
+}
+
+// ADSMethod is the full gRPC method name of the SotW ADS stream.
+const ADSMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"

@@ -6,10 +6,11 @@ import (
 	"time"
 )
 
-// defaultBackoff is gRPC's connection backoff (doc/connection-backoff.md):
-// 1 s, growing ×1.6 to at most 120 s, with ±20 % jitter so that clients
-// that lost the same server do not return in lockstep.
-func defaultBackoff(n int) time.Duration {
+// DefaultBackoff is gRPC's connection backoff (doc/connection-backoff.md),
+// the default of Config.Backoff: 1 s before the first retry, growing ×1.6
+// to at most 120 s, with ±20 % jitter so that clients that lost the same
+// server do not return in lockstep.
+func DefaultBackoff(n int) time.Duration {
 	const (
 		base       = time.Second
 		max        = 120 * time.Second

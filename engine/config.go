@@ -40,16 +40,19 @@ type Config struct {
 	// is called, nothing more is read from that server (gRFC A88's flow
 	// control). Zero means 30 s; negative turns the warning off.
 	SlowWatcherThreshold time.Duration
-	// Clock drives every timer. Nil means the real clock.
+	// Clock is the engine's time: it stamps updates and CSDS entries and
+	// runs every wait: does-not-exist timers, the slow-watcher threshold,
+	// and the wait before each stream retry (whose length Backoff
+	// chooses). A test clock that is never advanced therefore also holds
+	// retries. Nil means [RealClock].
 	Clock Clock
 	// ResourceTimeout overrides the does-not-exist timer's length. Zero
 	// means 15 s, or what the server's features say (30 s with
 	// resource_timer_is_transient_error).
 	ResourceTimeout time.Duration
-	// Backoff returns the delay before the n-th consecutive retry of an
-	// ADS stream that failed without a response (n starts at 0). Nil
-	// means gRPC's connection backoff: 1 s, ×1.6, ±20 % jitter, at most
-	// 120 s.
+	// Backoff chooses how long to wait, on Clock, before the n-th
+	// consecutive retry of an ADS stream that failed without a response
+	// (n starts at 0). Nil means [DefaultBackoff].
 	Backoff func(n int) time.Duration
 	// Logger receives the engine's logs. Nil discards them.
 	Logger *slog.Logger

@@ -35,8 +35,8 @@
 // per server and type across streams; the nonce is per stream.
 //
 // A stream that fails before any response is a connectivity error: it is
-// reported and retried with exponential backoff (1 s ×1.6, ±20 %, at most
-// 120 s). A stream that ends after a response is not an error and is
+// reported and retried with exponential backoff ([DefaultBackoff]: 1 s
+// ×1.6, ±20 %, at most 120 s; Config.Backoff changes it). A stream that ends after a response is not an error and is
 // replaced at once, with backoff reset. The does-not-exist timer of an
 // uncached resource starts when its subscription is written on a stream,
 // stops when the resource or an error for it arrives or the stream ends,
@@ -73,7 +73,13 @@
 // Each cache entry is in one of A88's states ([CacheState]: REQUESTED,
 // DOES_NOT_EXIST, ACKED, NACKED, RECEIVED_ERROR, TIMEOUT) and holds the
 // cached resource and the last error independently. [Engine.Dump] returns
-// them as a CSDS ClientConfig (gRFC A40).
+// them as a CSDS ClientConfig (gRFC A40); [Engine.ResourceStatus] gives
+// one resource's entry without building the whole dump, and
+// [Engine.Authorities] which server each authority uses now.
+//
+// A watcher that also implements [UpdateWatcher] (or, through [Watch], a
+// [TypedUpdateWatcher]) receives each update with the version, server and
+// time it came from.
 //
 // The keep-or-drop decision and the timer are policies: server features
 // of package features, looked up by their bootstrap names and folded in
@@ -96,6 +102,15 @@
 // unreachability alone with fallback_on_reachability_only; the first
 // response of a higher-priority server makes it active again. See
 // [FallbackPolicy] to change the decision.
+//
+// # Inside
+//
+// The wire protocol (requests, nonces, ACK/NACK, the does-not-exist
+// timers and the decode stage) lives in the internal package wire, behind
+// a small stream interface, so that an incremental stream can sit beside
+// the State-of-the-World one. A response goes through three stages:
+// decoded with no engine lock held, applied to the cache in one short
+// critical section, then delivered to watchers on the serializer.
 //
 // # Environment
 //

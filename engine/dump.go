@@ -35,11 +35,7 @@ func (e *Engine) Dump() *statuspb.ClientConfig {
 		for _, byName := range a.resources {
 			for _, en := range byName {
 				if !en.orphaned {
-					snaps = append(snaps, entrySnapshot{
-						typeURL: en.typ.TypeURL, name: en.name, state: en.state, cached: en.value != nil,
-						version: en.version, raw: en.raw, updated: en.updated,
-						err: en.err, failedVersion: en.failedVersion, failedAt: en.failedAt,
-					})
+					snaps = append(snaps, snapshotLocked(en))
 				}
 			}
 		}
@@ -71,6 +67,14 @@ type entrySnapshot struct {
 	err           *Error
 	failedVersion string
 	failedAt      time.Time
+}
+
+func snapshotLocked(en *entry) entrySnapshot {
+	return entrySnapshot{
+		typeURL: en.typ.TypeURL, name: en.name, state: en.state, cached: en.value != nil,
+		version: en.version, raw: en.raw, updated: en.updated,
+		err: en.err, failedVersion: en.failedVersion, failedAt: en.failedAt,
+	}
 }
 
 func (s *entrySnapshot) csds() *statuspb.ClientConfig_GenericXdsConfig {

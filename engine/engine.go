@@ -157,7 +157,7 @@ func New(cfg Config) (*Engine, error) {
 		e.log = slog.New(slog.DiscardHandler)
 	}
 	if e.backoff == nil {
-		e.backoff = defaultBackoff
+		e.backoff = DefaultBackoff
 	}
 	if cfg.Switches != nil {
 		e.switches = *cfg.Switches
@@ -322,7 +322,8 @@ func (e *Engine) lookupType(typeURL string) (registry.ResourceType, bool) {
 
 func (e *Engine) failWatchLocked(w ResourceWatcher, err *Error) {
 	e.log.Warn("xDS watch rejected", "type", err.TypeURL, "name", err.Name, "error", err)
-	e.ser.Schedule(func() { w.OnResourceChanged(nil, err, func() {}) })
+	u := Update{Err: err, Received: e.clock.Now()}
+	e.ser.Schedule(func() { deliverChange(w, u, func() {}) })
 }
 
 // resolveName finds the authority of a resource name and its cache
@@ -390,18 +391,18 @@ func (e *Engine) deliverCurrentLocked(h *watch) {
 	en := h.entry
 	switch {
 	case en.value != nil:
-		v := en.value
-		e.deliverLocked(h, nil, func(done func()) { h.w.OnResourceChanged(v, nil, done) })
+		u := e.updateLocked(en, en.value, nil)
+		e.deliverLocked(h, nil, func(done func()) { deliverChange(h.w, u, done) })
 		if amb := en.ambient; amb != nil {
 			e.deliverLocked(h, nil, func(done func()) { h.w.OnAmbientError(amb, done) })
 		}
 	case en.err != nil:
-		err := en.err
-		e.deliverLocked(h, nil, func(done func()) { h.w.OnResourceChanged(nil, err, done) })
+		u := e.updateLocked(en, nil, en.err)
+		e.deliverLocked(h, nil, func(done func()) { deliverChange(h.w, u, done) })
 	default:
 		if act := en.auth.active(); act != nil && act.status != nil {
-			err := e.channelErrorFor(act, en)
-			e.deliverLocked(h, nil, func(done func()) { h.w.OnResourceChanged(nil, err, done) })
+			u := e.updateLocked(en, nil, e.channelErrorFor(act, en))
+			e.deliverLocked(h, nil, func(done func()) { deliverChange(h.w, u, done) })
 		}
 	}
 }
@@ -507,8 +508,12 @@ func (e *Engine) deliverLocked(h *watch, gate *wire.Gate, call func(done func())
 }
 
 func (e *Engine) notifyChangedLocked(en *entry, r registry.Resource, err error, gate *wire.Gate) {
+	if len(en.watchers) == 0 {
+		return
+	}
+	u := e.updateLocked(en, r, err)
 	for h := range en.watchers {
-		e.deliverLocked(h, gate, func(done func()) { h.w.OnResourceChanged(r, err, done) })
+		e.deliverLocked(h, gate, func(done func()) { deliverChange(h.w, u, done) })
 	}
 }
 

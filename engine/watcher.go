@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -112,20 +113,7 @@ type typedWatcher[T any] struct {
 }
 
 func (t typedWatcher[T]) OnResourceChanged(r registry.Resource, err error, done func()) {
-	var zero T
-	if err != nil {
-		t.w.OnResourceChanged(zero, err, done)
-		return
-	}
-	v, ok := r.(T)
-	if !ok {
-		t.w.OnResourceChanged(zero, &Error{
-			Kind: KindUnknownType, Code: codes.FailedPrecondition, TypeURL: t.typeURL, Name: t.name,
-			Err: fmt.Errorf("decoded resource is %T, watcher wants %T", r, zero),
-		}, done)
-		return
-	}
-	t.w.OnResourceChanged(v, nil, done)
+	t.OnUpdate(Update{Resource: r, Err: err}, done)
 }
 
 func (t typedWatcher[T]) OnAmbientError(err error, done func()) { t.w.OnAmbientError(err, done) }
@@ -144,10 +132,10 @@ func (m *Mux) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) {
 		src = m.Route(typeURL, name)
 	}
 	if src == nil {
-		w.OnResourceChanged(nil, &Error{
+		deliverChange(w, Update{Err: &Error{
 			Kind: KindUnroutable, Code: codes.FailedPrecondition, TypeURL: typeURL, Name: name,
 			Err: fmt.Errorf("no source routes this resource"),
-		}, func() {})
+		}, Received: time.Now()}, func() {})
 		return func() {}
 	}
 	return src.Watch(typeURL, name, w)

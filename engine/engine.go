@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -103,73 +104,19 @@ func (a *authority) displayName() string {
 
 // New builds an engine. It connects to no server until the first Watch.
 func New(cfg Config) (*Engine, error) {
-	if cfg.Registry == nil || cfg.Registry.Len() == 0 {
-		return nil, errors.New("engine: Config.Registry must hold at least one resource type")
-	}
-	if cfg.Bootstrap == nil {
-		return nil, errors.New("engine: Config.Bootstrap is required")
-	}
-	if len(cfg.Bootstrap.Servers) == 0 {
-		return nil, errors.New("engine: Config.Bootstrap.Servers must list at least one xDS server")
-	}
-	for i, s := range cfg.Bootstrap.Servers {
-		if s.URI == "" {
-			return nil, fmt.Errorf("engine: Config.Bootstrap.Servers[%d]: empty URI", i)
-		}
-	}
-	if cfg.MaxResponseBytes < 0 {
-		return nil, fmt.Errorf("engine: Config.MaxResponseBytes: %d is negative", cfg.MaxResponseBytes)
-	}
-	for name, a := range cfg.Bootstrap.Authorities {
-		for i, s := range a.Servers {
-			if s.URI == "" {
-				return nil, fmt.Errorf("engine: Config.Bootstrap.Authorities[%q].Servers[%d]: empty URI", name, i)
-			}
-		}
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
 	}
 	e := &Engine{
 		cfg:         cfg,
 		reg:         cfg.Registry,
-		clock:       cfg.Clock,
-		log:         cfg.Logger,
-		backoff:     cfg.Backoff,
 		nodeID:      cfg.Bootstrap.Node.ID,
-		fallback:    cfg.FallbackPolicy,
 		hashSeed:    maphash.MakeSeed(),
 		authorities: make(map[string]*authority),
 		channels:    make(map[string]*channel),
 		byContent:   make(map[contentKey]*entry),
 	}
-	if e.clock == nil {
-		e.clock = realClock{}
-	}
-	e.maxResponseBytes = cfg.MaxResponseBytes
-	if e.maxResponseBytes == 0 {
-		e.maxResponseBytes = DefaultMaxResponseBytes
-	}
-	switch e.slowWatcherThreshold = cfg.SlowWatcherThreshold; {
-	case e.slowWatcherThreshold == 0:
-		e.slowWatcherThreshold = DefaultSlowWatcherThreshold
-	case e.slowWatcherThreshold < 0:
-		e.slowWatcherThreshold = 0
-	}
-	if e.log == nil {
-		e.log = slog.New(slog.DiscardHandler)
-	}
-	if e.backoff == nil {
-		e.backoff = DefaultBackoff
-	}
-	if cfg.Switches != nil {
-		e.switches = *cfg.Switches
-	} else {
-		e.switches = features.SwitchesFromEnv()
-	}
-	if e.fallback == nil {
-		e.fallback = DefaultFallbackPolicy()
-	}
-	if cfg.Transport == nil {
-		e.cfg.Transport = GRPCTransport()
-	}
+	e.applyDefaults()
 	if err := checkServers(e.cfg.Transport, cfg.Bootstrap); err != nil {
 		return nil, err
 	}
@@ -195,6 +142,70 @@ func New(cfg Config) (*Engine, error) {
 	e.metrics = m
 	e.ser = serial.New()
 	return e, nil
+}
+
+// checkConfig rejects a Config New cannot run with, naming the field.
+func checkConfig(cfg Config) error {
+	if cfg.Registry == nil || cfg.Registry.Len() == 0 {
+		return errors.New("engine: Config.Registry must hold at least one resource type")
+	}
+	if cfg.Bootstrap == nil {
+		return errors.New("engine: Config.Bootstrap is required")
+	}
+	if len(cfg.Bootstrap.Servers) == 0 {
+		return errors.New("engine: Config.Bootstrap.Servers must list at least one xDS server")
+	}
+	for i, s := range cfg.Bootstrap.Servers {
+		if s.URI == "" {
+			return fmt.Errorf("engine: Config.Bootstrap.Servers[%d]: empty URI", i)
+		}
+	}
+	if cfg.MaxResponseBytes < 0 {
+		return fmt.Errorf("engine: Config.MaxResponseBytes: %d is negative", cfg.MaxResponseBytes)
+	}
+	for name, a := range cfg.Bootstrap.Authorities {
+		for i, s := range a.Servers {
+			if s.URI == "" {
+				return fmt.Errorf("engine: Config.Bootstrap.Authorities[%q].Servers[%d]: empty URI", name, i)
+			}
+		}
+	}
+	return nil
+}
+
+// applyDefaults fills in what the Config left at its zero value.
+func (e *Engine) applyDefaults() {
+	cfg := e.cfg
+	// Interfaces are compared with nil, not with cmp.Or: a Clock or
+	// FallbackPolicy of a func type would make == panic.
+	e.clock = cfg.Clock
+	if e.clock == nil {
+		e.clock = realClock{}
+	}
+	e.log = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	e.maxResponseBytes = cmp.Or(cfg.MaxResponseBytes, DefaultMaxResponseBytes)
+	switch e.slowWatcherThreshold = cfg.SlowWatcherThreshold; {
+	case e.slowWatcherThreshold == 0:
+		e.slowWatcherThreshold = DefaultSlowWatcherThreshold
+	case e.slowWatcherThreshold < 0:
+		e.slowWatcherThreshold = 0
+	}
+	e.backoff = cfg.Backoff
+	if e.backoff == nil {
+		e.backoff = DefaultBackoff
+	}
+	if cfg.Switches != nil {
+		e.switches = *cfg.Switches
+	} else {
+		e.switches = features.SwitchesFromEnv()
+	}
+	e.fallback = cfg.FallbackPolicy
+	if e.fallback == nil {
+		e.fallback = DefaultFallbackPolicy()
+	}
+	if cfg.Transport == nil {
+		e.cfg.Transport = GRPCTransport()
+	}
 }
 
 func (e *Engine) newAuthority(name string, servers []bootstrap.ServerConfig, reachabilityOnly bool) *authority {

@@ -7,20 +7,15 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	"google.golang.org/grpc/codes"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
-	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/serial"
-	"github.com/xdsengine/xdsengine/internal/xdsname"
 	"github.com/xdsengine/xdsengine/registry"
 )
 
@@ -70,36 +65,6 @@ type Engine struct {
 	authorities map[string]*authority // xdstp:// authorities of the bootstrap
 	channels    map[string]*channel   // by bootstrap.ServerConfig.key
 	byContent   map[contentKey]*entry // cached resources by the hash of their bytes
-}
-
-// authority is one A47 authority: its ordered server list and the
-// resources watched under it. Old-style names have an authority of their
-// own, apart from the bootstrap's, which may include one named "".
-type authority struct {
-	name             string
-	oldStyle         bool
-	servers          []bootstrap.ServerConfig
-	reachabilityOnly bool
-	// channels are the servers in use, in priority order; the last one is
-	// active. A71: a fallback is appended while the ones before it stay
-	// subscribed, and the first response of a higher one truncates the
-	// list after it.
-	channels  []*channel
-	resources map[string]map[string]*entry // type URL → name → entry
-}
-
-func (a *authority) active() *channel {
-	if len(a.channels) == 0 {
-		return nil
-	}
-	return a.channels[len(a.channels)-1]
-}
-
-func (a *authority) displayName() string {
-	if a.oldStyle {
-		return "#old"
-	}
-	return a.name
 }
 
 // New builds an engine. It connects to no server until the first Watch.
@@ -208,18 +173,6 @@ func (e *Engine) applyDefaults() {
 	}
 }
 
-func (e *Engine) newAuthority(name string, servers []bootstrap.ServerConfig, reachabilityOnly bool) *authority {
-	if e.switches.DisableFallback && len(servers) > 1 {
-		servers = servers[:1]
-	}
-	return &authority{
-		name:             name,
-		servers:          servers,
-		reachabilityOnly: reachabilityOnly && !e.switches.DisableEndpointFallback,
-		resources:        make(map[string]map[string]*entry),
-	}
-}
-
 func (e *Engine) buildNode() *corepb.Node {
 	n := e.cfg.Bootstrap.Node
 	node := &corepb.Node{
@@ -262,211 +215,6 @@ func (e *Engine) NodeID() string { return e.nodeID }
 // Registry returns the engine's resource types.
 func (e *Engine) Registry() *registry.Registry { return e.reg }
 
-// watch is one Watch call's registration.
-type watch struct {
-	w        ResourceWatcher
-	entry    *entry
-	canceled atomic.Bool
-}
-
-// Watch starts watching the resource of type typeURL called name and
-// returns the function that stops it. The watcher's callbacks run on the
-// engine's callback goroutine (see [ResourceWatcher]). An unknown type,
-// an unparsable name or an authority missing from the bootstrap reach the
-// watcher as an error at once, and no stream is opened for them. After
-// Close, Watch does nothing.
-func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) {
-	if w == nil {
-		panic("engine: Watch with a nil watcher")
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return func() {}
-	}
-	typ, ok := e.lookupType(typeURL)
-	if !ok {
-		cause := fmt.Errorf("resource type %q is not registered", typeURL)
-		if _, registered := e.reg.Lookup(typeURL); registered {
-			cause = fmt.Errorf("resource type %q is switched off by the engine's switches (Config.Switches, or gRPC's GRPC_EXPERIMENTAL_XDS_* environment variables)", typeURL)
-		}
-		e.failWatchLocked(w, &Error{Kind: KindUnknownType, Code: codes.FailedPrecondition, TypeURL: typeURL, Name: name,
-			NodeID: e.nodeID, Err: cause})
-		return func() {}
-	}
-	a, key, werr := e.resolveName(typeURL, name)
-	if werr != nil {
-		e.failWatchLocked(w, werr)
-		return func() {}
-	}
-	byName := a.resources[typeURL]
-	if byName == nil {
-		byName = make(map[string]*entry)
-		a.resources[typeURL] = byName
-	}
-	en := byName[key]
-	created := en == nil
-	if created {
-		en = &entry{typ: typ, name: key, auth: a, watchers: make(map[*watch]struct{})}
-		byName[key] = en
-	}
-	wasOrphan := en.orphaned
-	en.orphaned = false
-	h := &watch{w: w, entry: en}
-	en.watchers[h] = struct{}{}
-	if created || wasOrphan {
-		e.subscribeLocked(en, created)
-	}
-	e.deliverCurrentLocked(h)
-	return func() { e.cancelWatch(h) }
-}
-
-// lookupType returns a registered type that is on under the engine's
-// switches.
-func (e *Engine) lookupType(typeURL string) (registry.ResourceType, bool) {
-	t, ok := e.reg.Lookup(typeURL)
-	if !ok || !t.EnabledUnder(e.switches) {
-		return registry.ResourceType{}, false
-	}
-	return t, true
-}
-
-func (e *Engine) failWatchLocked(w ResourceWatcher, err *Error) {
-	e.log.Warn("xDS watch rejected", "type", err.TypeURL, "name", err.Name, "error", err)
-	u := Update{Err: err, Received: e.clock.Now()}
-	e.ser.Schedule(func() { deliverChange(w, u, func() {}) })
-}
-
-// resolveName finds the authority of a resource name and its cache
-// key: the name itself, or for xdstp:// names its canonical form (A47).
-// It needs no lock: the authorities are fixed when the engine is built.
-func (e *Engine) resolveName(typeURL, name string) (*authority, string, *Error) {
-	if !utf8.ValidString(name) {
-		// It could never be sent: a request's names are proto strings.
-		return nil, "", &Error{Kind: KindInvalidName, Code: codes.InvalidArgument, TypeURL: typeURL, Name: strings.ToValidUTF8(name, "\uFFFD"),
-			NodeID: e.nodeID, Err: errors.New("resource name is not valid UTF-8")}
-	}
-	if !strings.HasPrefix(name, "xdstp:") {
-		return e.oldStyle, name, nil
-	}
-	n, err := xdsname.Parse(name)
-	if err == nil {
-		err = xdsname.CheckType(n, typeURL)
-	}
-	if err != nil {
-		return nil, "", &Error{Kind: KindInvalidName, Code: codes.InvalidArgument, TypeURL: typeURL, Name: name,
-			NodeID: e.nodeID, Err: fmt.Errorf("unable to parse resource name: %w", err)}
-	}
-	a, ok := e.authorities[n.Authority]
-	if !ok {
-		return nil, "", &Error{Kind: KindUnknownAuthority, Code: codes.FailedPrecondition, TypeURL: typeURL, Name: name,
-			NodeID: e.nodeID, Err: fmt.Errorf("authority %q is not in the bootstrap", n.Authority)}
-	}
-	return a, n.String(), nil
-}
-
-// lookupEntryLocked finds the entry for a name received from a server.
-func (e *Engine) lookupEntryLocked(typeURL, name string) (*authority, *entry) {
-	a, key, err := e.resolveName(typeURL, name)
-	if err != nil {
-		return nil, nil
-	}
-	return a, a.resources[typeURL][key]
-}
-
-// subscribeLocked puts a new (or re-watched) entry on the wire on every
-// channel of its authority, creating the primary channel if needed.
-func (e *Engine) subscribeLocked(en *entry, isNew bool) {
-	a := en.auth
-	if len(a.channels) == 0 {
-		c := e.channelLocked(a.servers[0])
-		c.auths[a] = struct{}{}
-		a.channels = append(a.channels, c)
-	}
-	for _, c := range a.channels {
-		c.typeChangedLocked(en.typ.TypeURL)
-	}
-	// A71: watching a new, uncached resource while the active server is
-	// failing is itself a reason to try the next server.
-	if isNew {
-		if act := a.active(); act.status != nil {
-			e.maybeFallbackLocked(a)
-		}
-	}
-}
-
-// deliverCurrentLocked tells a new watcher what the others already know:
-// the cached resource, then the ambient error (A88), or the error that
-// explains why there is no resource.
-func (e *Engine) deliverCurrentLocked(h *watch) {
-	en := h.entry
-	switch {
-	case en.value != nil:
-		u := e.updateLocked(en, en.value, nil)
-		e.deliverLocked(h, nil, func(done func()) { deliverChange(h.w, u, done) })
-		if amb := en.ambient; amb != nil {
-			e.deliverLocked(h, nil, func(done func()) { h.w.OnAmbientError(amb, done) })
-		}
-	case en.err != nil:
-		u := e.updateLocked(en, nil, en.err)
-		e.deliverLocked(h, nil, func(done func()) { deliverChange(h.w, u, done) })
-	default:
-		if act := en.auth.active(); act != nil && act.status != nil {
-			u := e.updateLocked(en, nil, e.channelErrorFor(act, en))
-			e.deliverLocked(h, nil, func(done func()) { deliverChange(h.w, u, done) })
-		}
-	}
-}
-
-func (e *Engine) cancelWatch(h *watch) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !h.canceled.CompareAndSwap(false, true) || e.closed {
-		return
-	}
-	en := h.entry
-	delete(en.watchers, h)
-	if len(en.watchers) > 0 {
-		return
-	}
-	// The entry stays, orphaned, until a request without it is written,
-	// so that a cancel followed by a new watch before then keeps the
-	// cached resource (the server would not send it again).
-	en.orphaned = true
-	live := false
-	for _, c := range en.auth.channels {
-		if c.stream != nil && c.stream.StartedLocked() {
-			live = true
-		}
-		c.typeChangedLocked(en.typ.TypeURL)
-	}
-	if !live {
-		e.removeEntryLocked(en)
-	}
-}
-
-// removeEntryLocked deletes an orphaned entry; an authority left with no
-// entries releases its channels.
-func (e *Engine) removeEntryLocked(en *entry) {
-	a := en.auth
-	byName := a.resources[en.typ.TypeURL]
-	if byName[en.name] != en {
-		return
-	}
-	delete(byName, en.name)
-	if len(byName) == 0 {
-		delete(a.resources, en.typ.TypeURL)
-	}
-	e.setRawLocked(en, nil, "")
-	if len(a.resources) == 0 {
-		chans := a.channels
-		a.channels = nil
-		for _, c := range chans {
-			c.releaseLocked(a)
-		}
-	}
-}
-
 // Close stops every stream and the callback goroutine. No callback starts
 // after Close returns, and no goroutine of the engine is left, in any
 // phase: connecting, in backoff, while a response is applied, with a
@@ -498,47 +246,4 @@ func (e *Engine) Close() error {
 	e.ser.Close()
 	e.metrics.close()
 	return errors.Join(errs...)
-}
-
-// deliverLocked schedules one callback for a watcher. A non-nil gate holds
-// the stream's next read until the callback calls done.
-func (e *Engine) deliverLocked(h *watch, gate *wire.Gate, call func(done func())) {
-	done := func() {}
-	if gate != nil {
-		done = gate.Add(wire.Pending{TypeURL: h.entry.typ.TypeURL, Name: h.entry.name})
-	}
-	if !e.ser.Schedule(func() {
-		if h.canceled.Load() {
-			done()
-			return
-		}
-		call(done)
-	}) {
-		done()
-	}
-}
-
-func (e *Engine) notifyChangedLocked(en *entry, r registry.Resource, err error, gate *wire.Gate) {
-	if len(en.watchers) == 0 {
-		return
-	}
-	u := e.updateLocked(en, r, err)
-	for h := range en.watchers {
-		e.deliverLocked(h, gate, func(done func()) { deliverChange(h.w, u, done) })
-	}
-}
-
-func (e *Engine) notifyAmbientLocked(en *entry, err error, gate *wire.Gate) {
-	for h := range en.watchers {
-		e.deliverLocked(h, gate, func(done func()) { h.w.OnAmbientError(err, done) })
-	}
-}
-
-func (e *Engine) allAuthoritiesLocked() []*authority {
-	out := make([]*authority, 0, len(e.authorities)+1)
-	out = append(out, e.oldStyle)
-	for _, a := range e.authorities {
-		out = append(out, a)
-	}
-	return out
 }

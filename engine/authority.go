@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/internal/xdsname"
+)
+
+// authority is one A47 authority: its ordered server list and the
+// resources watched under it. Old-style names have an authority of their
+// own, apart from the bootstrap's, which may include one named "".
+type authority struct {
+	name             string
+	oldStyle         bool
+	servers          []bootstrap.ServerConfig
+	reachabilityOnly bool
+	// channels are the servers in use, in priority order; the last one is
+	// active. A71: a fallback is appended while the ones before it stay
+	// subscribed, and the first response of a higher one truncates the
+	// list after it.
+	channels  []*channel
+	resources map[string]map[string]*entry // type URL → name → entry
+}
+
+func (a *authority) active() *channel {
+	if len(a.channels) == 0 {
+		return nil
+	}
+	return a.channels[len(a.channels)-1]
+}
+
+func (a *authority) displayName() string {
+	if a.oldStyle {
+		return "#old"
+	}
+	return a.name
+}
+
+func (e *Engine) newAuthority(name string, servers []bootstrap.ServerConfig, reachabilityOnly bool) *authority {
+	if e.switches.DisableFallback && len(servers) > 1 {
+		servers = servers[:1]
+	}
+	return &authority{
+		name:             name,
+		servers:          servers,
+		reachabilityOnly: reachabilityOnly && !e.switches.DisableEndpointFallback,
+		resources:        make(map[string]map[string]*entry),
+	}
+}
+
+// resolveName finds the authority of a resource name and its cache
+// key: the name itself, or for xdstp:// names its canonical form (A47).
+// It needs no lock: the authorities are fixed when the engine is built.
+func (e *Engine) resolveName(typeURL, name string) (*authority, string, *Error) {
+	if !utf8.ValidString(name) {
+		// It could never be sent: a request's names are proto strings.
+		return nil, "", &Error{Kind: KindInvalidName, Code: codes.InvalidArgument, TypeURL: typeURL, Name: strings.ToValidUTF8(name, "\uFFFD"),
+			NodeID: e.nodeID, Err: errors.New("resource name is not valid UTF-8")}
+	}
+	if !strings.HasPrefix(name, "xdstp:") {
+		return e.oldStyle, name, nil
+	}
+	n, err := xdsname.Parse(name)
+	if err == nil {
+		err = xdsname.CheckType(n, typeURL)
+	}
+	if err != nil {
+		return nil, "", &Error{Kind: KindInvalidName, Code: codes.InvalidArgument, TypeURL: typeURL, Name: name,
+			NodeID: e.nodeID, Err: fmt.Errorf("unable to parse resource name: %w", err)}
+	}
+	a, ok := e.authorities[n.Authority]
+	if !ok {
+		return nil, "", &Error{Kind: KindUnknownAuthority, Code: codes.FailedPrecondition, TypeURL: typeURL, Name: name,
+			NodeID: e.nodeID, Err: fmt.Errorf("authority %q is not in the bootstrap", n.Authority)}
+	}
+	return a, n.String(), nil
+}
+
+// lookupEntryLocked finds the entry for a name received from a server.
+func (e *Engine) lookupEntryLocked(typeURL, name string) (*authority, *entry) {
+	a, key, err := e.resolveName(typeURL, name)
+	if err != nil {
+		return nil, nil
+	}
+	return a, a.resources[typeURL][key]
+}
+
+func (e *Engine) allAuthoritiesLocked() []*authority {
+	out := make([]*authority, 0, len(e.authorities)+1)
+	out = append(out, e.oldStyle)
+	for _, a := range e.authorities {
+		out = append(out, a)
+	}
+	return out
+}

@@ -1,0 +1,213 @@
+package engine
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/xdsengine/xdsengine/engine/internal/wire"
+	"github.com/xdsengine/xdsengine/registry"
+)
+
+// watch is one Watch call's registration.
+type watch struct {
+	w        ResourceWatcher
+	entry    *entry
+	canceled atomic.Bool
+}
+
+// Watch starts watching the resource of type typeURL called name and
+// returns the function that stops it. The watcher's callbacks run on the
+// engine's callback goroutine (see [ResourceWatcher]). An unknown type,
+// an unparsable name or an authority missing from the bootstrap reach the
+// watcher as an error at once, and no stream is opened for them. After
+// Close, Watch does nothing.
+func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) {
+	if w == nil {
+		panic("engine: Watch with a nil watcher")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return func() {}
+	}
+	typ, ok := e.lookupType(typeURL)
+	if !ok {
+		cause := fmt.Errorf("resource type %q is not registered", typeURL)
+		if _, registered := e.reg.Lookup(typeURL); registered {
+			cause = fmt.Errorf("resource type %q is switched off by the engine's switches (Config.Switches, or gRPC's GRPC_EXPERIMENTAL_XDS_* environment variables)", typeURL)
+		}
+		e.failWatchLocked(w, &Error{Kind: KindUnknownType, Code: codes.FailedPrecondition, TypeURL: typeURL, Name: name,
+			NodeID: e.nodeID, Err: cause})
+		return func() {}
+	}
+	a, key, werr := e.resolveName(typeURL, name)
+	if werr != nil {
+		e.failWatchLocked(w, werr)
+		return func() {}
+	}
+	byName := a.resources[typeURL]
+	if byName == nil {
+		byName = make(map[string]*entry)
+		a.resources[typeURL] = byName
+	}
+	en := byName[key]
+	created := en == nil
+	if created {
+		en = &entry{typ: typ, name: key, auth: a, watchers: make(map[*watch]struct{})}
+		byName[key] = en
+	}
+	wasOrphan := en.orphaned
+	en.orphaned = false
+	h := &watch{w: w, entry: en}
+	en.watchers[h] = struct{}{}
+	if created || wasOrphan {
+		e.subscribeLocked(en, created)
+	}
+	e.deliverCurrentLocked(h)
+	return func() { e.cancelWatch(h) }
+}
+
+// lookupType returns a registered type that is on under the engine's
+// switches.
+func (e *Engine) lookupType(typeURL string) (registry.ResourceType, bool) {
+	t, ok := e.reg.Lookup(typeURL)
+	if !ok || !t.EnabledUnder(e.switches) {
+		return registry.ResourceType{}, false
+	}
+	return t, true
+}
+
+func (e *Engine) failWatchLocked(w ResourceWatcher, err *Error) {
+	e.log.Warn("xDS watch rejected", "type", err.TypeURL, "name", err.Name, "error", err)
+	u := Update{Err: err, Received: e.clock.Now()}
+	e.ser.Schedule(func() { deliverChange(w, u, func() {}) })
+}
+
+// subscribeLocked puts a new (or re-watched) entry on the wire on every
+// channel of its authority, creating the primary channel if needed.
+func (e *Engine) subscribeLocked(en *entry, isNew bool) {
+	a := en.auth
+	if len(a.channels) == 0 {
+		c := e.channelLocked(a.servers[0])
+		c.auths[a] = struct{}{}
+		a.channels = append(a.channels, c)
+	}
+	for _, c := range a.channels {
+		c.typeChangedLocked(en.typ.TypeURL)
+	}
+	// A71: watching a new, uncached resource while the active server is
+	// failing is itself a reason to try the next server.
+	if isNew {
+		if act := a.active(); act.status != nil {
+			e.maybeFallbackLocked(a)
+		}
+	}
+}
+
+// deliverCurrentLocked tells a new watcher what the others already know:
+// the cached resource, then the ambient error (A88), or the error that
+// explains why there is no resource.
+func (e *Engine) deliverCurrentLocked(h *watch) {
+	en := h.entry
+	switch {
+	case en.value != nil:
+		u := e.updateLocked(en, en.value, nil)
+		e.deliverLocked(h, nil, func(done func()) { deliverChange(h.w, u, done) })
+		if amb := en.ambient; amb != nil {
+			e.deliverLocked(h, nil, func(done func()) { h.w.OnAmbientError(amb, done) })
+		}
+	case en.err != nil:
+		u := e.updateLocked(en, nil, en.err)
+		e.deliverLocked(h, nil, func(done func()) { deliverChange(h.w, u, done) })
+	default:
+		if act := en.auth.active(); act != nil && act.status != nil {
+			u := e.updateLocked(en, nil, e.channelErrorFor(act, en))
+			e.deliverLocked(h, nil, func(done func()) { deliverChange(h.w, u, done) })
+		}
+	}
+}
+
+func (e *Engine) cancelWatch(h *watch) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !h.canceled.CompareAndSwap(false, true) || e.closed {
+		return
+	}
+	en := h.entry
+	delete(en.watchers, h)
+	if len(en.watchers) > 0 {
+		return
+	}
+	// The entry stays, orphaned, until a request without it is written,
+	// so that a cancel followed by a new watch before then keeps the
+	// cached resource (the server would not send it again).
+	en.orphaned = true
+	live := false
+	for _, c := range en.auth.channels {
+		if c.stream != nil && c.stream.StartedLocked() {
+			live = true
+		}
+		c.typeChangedLocked(en.typ.TypeURL)
+	}
+	if !live {
+		e.removeEntryLocked(en)
+	}
+}
+
+// removeEntryLocked deletes an orphaned entry; an authority left with no
+// entries releases its channels.
+func (e *Engine) removeEntryLocked(en *entry) {
+	a := en.auth
+	byName := a.resources[en.typ.TypeURL]
+	if byName[en.name] != en {
+		return
+	}
+	delete(byName, en.name)
+	if len(byName) == 0 {
+		delete(a.resources, en.typ.TypeURL)
+	}
+	e.setRawLocked(en, nil, "")
+	if len(a.resources) == 0 {
+		chans := a.channels
+		a.channels = nil
+		for _, c := range chans {
+			c.releaseLocked(a)
+		}
+	}
+}
+
+// deliverLocked schedules one callback for a watcher. A non-nil gate holds
+// the stream's next read until the callback calls done.
+func (e *Engine) deliverLocked(h *watch, gate *wire.Gate, call func(done func())) {
+	done := func() {}
+	if gate != nil {
+		done = gate.Add(wire.Pending{TypeURL: h.entry.typ.TypeURL, Name: h.entry.name})
+	}
+	if !e.ser.Schedule(func() {
+		if h.canceled.Load() {
+			done()
+			return
+		}
+		call(done)
+	}) {
+		done()
+	}
+}
+
+func (e *Engine) notifyChangedLocked(en *entry, r registry.Resource, err error, gate *wire.Gate) {
+	if len(en.watchers) == 0 {
+		return
+	}
+	u := e.updateLocked(en, r, err)
+	for h := range en.watchers {
+		e.deliverLocked(h, gate, func(done func()) { deliverChange(h.w, u, done) })
+	}
+}
+
+func (e *Engine) notifyAmbientLocked(en *entry, err error, gate *wire.Gate) {
+	for h := range en.watchers {
+		e.deliverLocked(h, gate, func(done func()) { h.w.OnAmbientError(err, done) })
+	}
+}

@@ -38,6 +38,7 @@ const (
 
 var stateNames = [...]string{"REQUESTED", "DOES_NOT_EXIST", "ACKED", "NACKED", "RECEIVED_ERROR", "TIMEOUT"}
 
+// String returns the state's A88 name, as CSDS spells it.
 func (s CacheState) String() string {
 	if s >= 0 && int(s) < len(stateNames) {
 		return stateNames[s]

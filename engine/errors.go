@@ -74,6 +74,7 @@ var kindNames = [...]string{
 	KindResponseTooLarge: "response too large",
 }
 
+// String returns the kind's name, for logs.
 func (k Kind) String() string {
 	if k >= 0 && int(k) < len(kindNames) {
 		return kindNames[k]

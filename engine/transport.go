@@ -43,6 +43,7 @@ type ResponseTooLargeError struct {
 	Err         error // the transport's own error, if any
 }
 
+// Error names the size and the setting that limits it.
 func (e *ResponseTooLargeError) Error() string {
 	size := "a response"
 	if e.Size > 0 {

@@ -24,6 +24,7 @@ const (
 	DataError
 )
 
+// String returns the class's name, for logs.
 func (c ErrorClass) String() string {
 	if c == DataError {
 		return "data error"
@@ -44,6 +45,7 @@ const (
 	ReasonServerReported
 )
 
+// String returns the reason's name, for logs.
 func (r Reason) String() string {
 	switch r {
 	case ReasonNACK:
@@ -78,6 +80,7 @@ const (
 	Drop
 )
 
+// String returns the action's name, for logs.
 func (a Action) String() string {
 	if a == Drop {
 		return "drop"

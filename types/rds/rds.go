@@ -122,6 +122,7 @@ const (
 
 var pathMatchKindNames = [...]string{"none", "prefix", "path", "safe_regex"}
 
+// String returns the kind's name.
 func (k PathMatchKind) String() string { return kindName(pathMatchKindNames[:], int(k)) }
 
 // PathMatcher is RouteMatch.path_specifier with case_sensitive.
@@ -160,6 +161,7 @@ const (
 
 var headerMatchKindNames = [...]string{"none", "exact", "prefix", "suffix", "contains", "safe_regex", "range", "present"}
 
+// String returns the kind's name.
 func (k HeaderMatchKind) String() string { return kindName(headerMatchKindNames[:], int(k)) }
 
 // HeaderMatcher is one entry of RouteMatch.headers. The deprecated
@@ -198,6 +200,7 @@ const (
 
 var actionKindNames = [...]string{"unsupported", "cluster", "weighted_clusters", "cluster_specifier_plugin", "non_forwarding_action"}
 
+// String returns the kind's name.
 func (k ActionKind) String() string { return kindName(actionKindNames[:], int(k)) }
 
 // RouteAction is a route's action. The fields after Kind are set only for
@@ -238,6 +241,7 @@ const (
 
 var hashPolicyKindNames = [...]string{"header", "channel_id"}
 
+// String returns the kind's name.
 func (k HashPolicyKind) String() string { return kindName(hashPolicyKindNames[:], int(k)) }
 
 // HashPolicy is one hash_policy entry gRPC supports (gRFC A42); entries of

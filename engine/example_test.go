@@ -116,7 +116,7 @@ func ExampleMux() {
 	defer stopLeft()
 	right, stopRight := greetingEngine("r1")
 	defer stopRight()
-	src := &engine.Mux{Route: func(typeURL, name string) engine.Source {
+	src := &engine.Mux{Types: left.Registry(), Route: func(typeURL, name string) engine.Source {
 		if name[0] == 'l' {
 			return left
 		}

@@ -60,15 +60,28 @@ type Source interface {
 	// is idempotent and may be called from inside a callback. No callback
 	// of w starts after cancel returns.
 	Watch(typeURL, name string, w ResourceWatcher) (cancel func())
+	// Registry returns the resource types the source serves, so that a
+	// consumer such as the dependency-graph watch can follow their
+	// dependencies.
+	Registry() *registry.Registry
 }
 
-// SourceFunc adapts a function to a Source.
-type SourceFunc func(typeURL, name string, w ResourceWatcher) (cancel func())
-
-// Watch calls f.
-func (f SourceFunc) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) {
-	return f(typeURL, name, w)
+// NewSource makes a Source of a registry and a watch function: for
+// sources other than an Engine, such as a composition's or a test's.
+func NewSource(reg *registry.Registry, watch func(typeURL, name string, w ResourceWatcher) (cancel func())) Source {
+	return funcSource{reg: reg, watch: watch}
 }
+
+type funcSource struct {
+	reg   *registry.Registry
+	watch func(typeURL, name string, w ResourceWatcher) (cancel func())
+}
+
+func (s funcSource) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) {
+	return s.watch(typeURL, name, w)
+}
+
+func (s funcSource) Registry() *registry.Registry { return s.reg }
 
 // TypedWatcher is a ResourceWatcher for resources of Go type T.
 type TypedWatcher[T any] interface {
@@ -122,8 +135,14 @@ func (t typedWatcher[T]) OnAmbientError(err error, done func()) { t.w.OnAmbientE
 // front engines on different management servers. Route returning nil
 // fails the watch with a KindUnroutable error.
 type Mux struct {
+	// Types are the resource types the sources behind the Mux serve
+	// together, as Registry returns them.
+	Types *registry.Registry
 	Route func(typeURL, name string) Source
 }
+
+// Registry returns m.Types.
+func (m *Mux) Registry() *registry.Registry { return m.Types }
 
 // Watch routes the watch.
 func (m *Mux) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) {
@@ -144,6 +163,7 @@ func (m *Mux) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) {
 // Interface guards.
 var (
 	_ Source          = (*Mux)(nil)
-	_ Source          = SourceFunc(nil)
+	_ Source          = funcSource{}
+	_ Source          = (*Engine)(nil)
 	_ ResourceWatcher = WatcherFuncs{}
 )

@@ -12,7 +12,7 @@ import (
 	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/graph"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/types/lds"
@@ -55,7 +55,7 @@ Exit status: 0 resolved, 1 failed or timed out, 2 usage error.
 `
 
 type graphEvent struct {
-	g   *engine.Graph
+	g   *graph.Graph
 	err error
 }
 
@@ -84,7 +84,7 @@ func runResolve(ctx context.Context, c *command, args []string, stdout, stderr i
 	// Only the first graph or error matters; later ones are dropped.
 	events := make(chan graphEvent, 1)
 	root := registry.Ref{TypeURL: lds.TypeURL, Name: listener}
-	cancel := engine.WatchGraph(e, reg, root, engine.GraphWatcherFunc(func(g *engine.Graph, err error, done func()) {
+	cancel := graph.Watch(e, root, graph.WatcherFunc(func(g *graph.Graph, err error, done func()) {
 		done()
 		select {
 		case events <- graphEvent{g, err}:
@@ -111,7 +111,7 @@ func runResolve(ctx context.Context, c *command, args []string, stdout, stderr i
 	var b strings.Builder
 	b.WriteString(ev.g.String())
 	var clusters []registry.Ref
-	ev.g.Walk(func(_ int, n *engine.GraphNode) {
+	ev.g.Walk(func(_ int, n *graph.Node) {
 		if n.Ref.TypeURL == cds.TypeURL && !slices.Contains(clusters, n.Ref) {
 			clusters = append(clusters, n.Ref)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/graph"
 	"github.com/xdsengine/xdsengine/internal/controlplane"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/registry"
@@ -74,7 +75,7 @@ func run(ctx context.Context, out io.Writer) error {
 	// resource does not say where it came from.
 	origins := &originMap{m: map[registry.Ref]string{}}
 	fromA, fromB := origins.tag("A", engA), origins.tag("B", engB)
-	mux := &engine.Mux{Route: func(typeURL, _ string) engine.Source {
+	mux := &engine.Mux{Types: reg, Route: func(typeURL, _ string) engine.Source {
 		if typeURL == cds.TypeURL {
 			return fromB
 		}
@@ -85,14 +86,14 @@ func run(ctx context.Context, out io.Writer) error {
 	// Watch the graph. The callback runs on the graph's own goroutine; it
 	// hands each graph to run, which prints it.
 	type update struct {
-		g   *engine.Graph
+		g   *graph.Graph
 		err error
 	}
 	updates := make(chan update)
 	stop := make(chan struct{})
 	defer close(stop) // unblocks a callback still trying to deliver
 	root := registry.Ref{TypeURL: lds.TypeURL, Name: "shop.example.com"}
-	cancelGraph := engine.WatchGraph(mux, reg, root, engine.GraphWatcherFunc(func(g *engine.Graph, err error, done func()) {
+	cancelGraph := graph.Watch(mux, root, graph.WatcherFunc(func(g *graph.Graph, err error, done func()) {
 		done()
 		select {
 		case updates <- update{g, err}:
@@ -166,10 +167,11 @@ type originMap struct {
 }
 
 // tag wraps src: every resource it delivers is recorded as coming from
-// server before the watcher sees it. Any function of the right shape is a
-// Source, so wrapping one takes a few lines.
+// server before the watcher sees it: engine.NewSource makes a Source of a
+// registry and a function, so wrapping one takes a few lines.
+
 func (o *originMap) tag(server string, src engine.Source) engine.Source {
-	return engine.SourceFunc(func(typeURL, name string, w engine.ResourceWatcher) func() {
+	return engine.NewSource(src.Registry(), func(typeURL, name string, w engine.ResourceWatcher) func() {
 		ref := registry.Ref{TypeURL: typeURL, Name: name}
 		return src.Watch(typeURL, name, engine.WatcherFuncs{
 			ResourceChanged: func(r registry.Resource, err error, done func()) {
@@ -194,11 +196,11 @@ func (o *originMap) of(ref registry.Ref) string {
 // printGraph prints the graph as an indented tree, one resource a line:
 // the server it came from, its type and name, and a summary; an ambient
 // error follows its resource.
-func printGraph(out io.Writer, reg *registry.Registry, origins *originMap, g *engine.Graph) {
-	g.Walk(func(depth int, n *engine.GraphNode) {
+func printGraph(out io.Writer, reg *registry.Registry, origins *originMap, g *graph.Graph) {
+	g.Walk(func(depth int, n *graph.Node) {
 		indent := strings.Repeat("  ", depth)
 		t, _ := reg.Lookup(n.Ref.TypeURL)
-		fmt.Fprintf(out, "  %s  %s%s %s: %v\n", origins.of(n.Ref), indent, t.ShortName(), n.Ref.Name, n.Resolved)
+		fmt.Fprintf(out, "  %s  %s%s %s: %v\n", origins.of(n.Ref), indent, t.ShortName(), n.Ref.Name, n.Resource)
 		if n.Ambient != nil {
 			// Code and kind only: the full message names the server's
 			// address, which changes from run to run.

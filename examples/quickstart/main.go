@@ -17,6 +17,7 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/graph"
 	"github.com/xdsengine/xdsengine/internal/controlplane"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/registry"
@@ -117,10 +118,10 @@ func run(ctx context.Context, out io.Writer) error {
 	defer e.Close()
 
 	// 3. Resolve the listener and everything it depends on.
-	graphs := make(chan *engine.Graph, 16)
+	graphs := make(chan *graph.Graph, 16)
 	errs := make(chan error, 16)
-	cancel := engine.WatchGraph(e, reg, registry.Ref{TypeURL: lds.TypeURL, Name: listenerName},
-		engine.GraphWatcherFunc(func(g *engine.Graph, err error, done func()) {
+	cancel := graph.Watch(e, registry.Ref{TypeURL: lds.TypeURL, Name: listenerName},
+		graph.WatcherFunc(func(g *graph.Graph, err error, done func()) {
 			defer done()
 			if err != nil {
 				errs <- err
@@ -129,7 +130,7 @@ func run(ctx context.Context, out io.Writer) error {
 			graphs <- g
 		}))
 	defer cancel()
-	await := func(what string, want func(*engine.Graph) bool) (*engine.Graph, error) {
+	await := func(what string, want func(*graph.Graph) bool) (*graph.Graph, error) {
 		for {
 			select {
 			case g := <-graphs:
@@ -143,11 +144,11 @@ func run(ctx context.Context, out io.Writer) error {
 			}
 		}
 	}
-	withEndpoints := func(want ...string) func(*engine.Graph) bool {
-		return func(g *engine.Graph) bool { return slices.Equal(endpoints(g), want) }
+	withEndpoints := func(want ...string) func(*graph.Graph) bool {
+		return func(g *graph.Graph) bool { return slices.Equal(endpoints(g), want) }
 	}
 
-	g, err := await("the first resolution", func(*engine.Graph) bool { return true })
+	g, err := await("the first resolution", func(*graph.Graph) bool { return true })
 	if err != nil {
 		return err
 	}
@@ -206,13 +207,13 @@ func leds() string { return "type.googleapis.com/envoy.config.endpoint.v3.LbEndp
 
 // endpoints lists the addresses of the resolved assignment, locality by
 // locality.
-func endpoints(g *engine.Graph) []string {
+func endpoints(g *graph.Graph) []string {
 	n := g.Node(registry.Ref{TypeURL: eds.TypeURL, Name: "backend-endpoints"})
 	if n == nil {
 		return nil
 	}
 	var out []string
-	for _, l := range n.Resolved.(*eds.ClusterLoadAssignment).Localities {
+	for _, l := range n.Resource.(*eds.ClusterLoadAssignment).Localities {
 		for _, ep := range l.Endpoints {
 			out = append(out, ep.Address.String())
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/graph"
 	"github.com/xdsengine/xdsengine/internal/controlplane"
 	"github.com/xdsengine/xdsengine/internal/testutil/tcpproxy"
 	"github.com/xdsengine/xdsengine/registry"
@@ -351,7 +352,7 @@ func newHarness(t *testing.T, cfg soakConfig) *harness {
 }
 
 func (h *harness) startGraph(g *graphWatch) {
-	cancel := engine.WatchGraph(h.eng, h.reg, g.root, g)
+	cancel := graph.Watch(h.eng, g.root, g)
 	g.mu.Lock()
 	g.cancel = cancel
 	g.mu.Unlock()

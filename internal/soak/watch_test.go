@@ -14,6 +14,7 @@ import (
 
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/graph"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/types/eds"
@@ -328,19 +329,19 @@ type graphWatch struct {
 	stopped atomic.Bool
 
 	mu      sync.Mutex
-	last    *engine.Graph
+	last    *graph.Graph
 	lastErr error
 	updates int
 	cancel  func()
 }
 
-func (g *graphWatch) OnGraphChanged(gr *engine.Graph, err error, done func()) {
+func (g *graphWatch) OnGraphChanged(gr *graph.Graph, err error, done func()) {
 	what := "graph " + g.root.Name
 	if g.c.closed.Load() {
 		g.c.violate("%s: callback after Close returned", what)
 	}
 	// Graph callbacks run on the graph's own goroutine, serialized per
-	// graph (engine.GraphWatcher), not with the engine's.
+	// graph (graph.Watcher), not with the engine's.
 	if n := g.running.Add(1); n != 1 {
 		g.c.violate("%s: %d callbacks running at once", what, n)
 	}
@@ -399,9 +400,9 @@ func (g *graphWatch) converged(refs []registry.Ref, want map[registry.Ref]proto.
 		if n.Ambient != nil {
 			return false, fmt.Sprintf("%s: %s has ambient error %v", what, ref.Name, n.Ambient)
 		}
-		p, ok := n.Resource.(protoer)
+		p, ok := n.Decoded.(protoer)
 		if !ok || !proto.Equal(p.Proto(), want[ref]) {
-			return false, fmt.Sprintf("%s: stale %s: %v", what, ref.Name, n.Resource)
+			return false, fmt.Sprintf("%s: stale %s: %v", what, ref.Name, n.Decoded)
 		}
 	}
 	return true, ""

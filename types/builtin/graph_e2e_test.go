@@ -14,6 +14,7 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/graph"
 	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/registry"
@@ -28,11 +29,11 @@ import (
 const collectionZ2 = "xdstp://endpoints.example/envoy.config.endpoint.v3.LbEndpointCollection/svc-1/z2"
 
 type graphEvent struct {
-	g   *engine.Graph
+	g   *graph.Graph
 	err error
 }
 
-func nextGraph(t *testing.T, ch chan graphEvent) *engine.Graph {
+func nextGraph(t *testing.T, ch chan graphEvent) *graph.Graph {
 	t.Helper()
 	select {
 	case ev := <-ch:
@@ -46,9 +47,9 @@ func nextGraph(t *testing.T, ch chan graphEvent) *engine.Graph {
 	return nil
 }
 
-func names(g *engine.Graph) string {
+func names(g *graph.Graph) string {
 	var out []string
-	g.Walk(func(depth int, n *engine.GraphNode) { out = append(out, strings.Repeat(">", depth)+n.Ref.Name) })
+	g.Walk(func(depth int, n *graph.Node) { out = append(out, strings.Repeat(">", depth)+n.Ref.Name) })
 	return strings.Join(out, " ")
 }
 
@@ -103,7 +104,7 @@ func TestGraphEndToEnd(t *testing.T) {
 
 	ch := make(chan graphEvent, 100)
 	root := registry.Ref{TypeURL: lds.TypeURL, Name: "listener.example"}
-	cancel := engine.WatchGraph(e, reg, root, engine.GraphWatcherFunc(func(g *engine.Graph, err error, done func()) {
+	cancel := graph.Watch(e, root, graph.WatcherFunc(func(g *graph.Graph, err error, done func()) {
 		done()
 		ch <- graphEvent{g, err}
 	}))
@@ -115,7 +116,7 @@ func TestGraphEndToEnd(t *testing.T) {
 		t.Fatalf("graph %q, want %q", got, want)
 	}
 	edsRef := registry.Ref{TypeURL: eds.TypeURL, Name: "eds-1"}
-	resolved := g.Node(edsRef).Resolved.(*eds.ClusterLoadAssignment)
+	resolved := g.Node(edsRef).Resource.(*eds.ClusterLoadAssignment)
 	if got := addrs(resolved.Localities[1].Endpoints); !slices.Equal(got, []string{"10.0.1.1:80", "10.0.1.2:80"}) {
 		t.Fatalf("z2 endpoints %v, want the collection's", got)
 	}
@@ -126,15 +127,15 @@ func TestGraphEndToEnd(t *testing.T) {
 	if note := g.ResolutionNote(c1); note != "xDS node ID: graph-test" {
 		t.Fatalf("resolution note %q, want the node ID", note)
 	}
-	firstEDS := g.Node(edsRef).Resource
+	firstEDS := g.Node(edsRef).Decoded
 
 	// 2. An endpoint is added in the LEDS collection only.
 	srv.Update(leds.TypeURL, mgmt.Wrapped(collectionZ2, xdsbuild.Collection("10.0.1.1:80", "10.0.1.2:80", "10.0.1.3:80")))
 	g = nextGraph(t, ch)
-	if g.Node(edsRef).Resource != firstEDS {
+	if g.Node(edsRef).Decoded != firstEDS {
 		t.Fatal("the EDS resource changed, want only the collection to")
 	}
-	resolved = g.Node(edsRef).Resolved.(*eds.ClusterLoadAssignment)
+	resolved = g.Node(edsRef).Resource.(*eds.ClusterLoadAssignment)
 	if got := addrs(resolved.Localities[1].Endpoints); len(got) != 3 {
 		t.Fatalf("z2 endpoints %v, want 3", got)
 	}
@@ -145,7 +146,7 @@ func TestGraphEndToEnd(t *testing.T) {
 		mgmt.R("eds-1", xdsbuild.ClusterLoadAssignment("eds-1", xdsbuild.Locality{Zone: "z1", Priority: 1, Endpoints: []string{"10.0.0.9:80"}})),
 		mgmt.R("eds-2", xdsbuild.ClusterLoadAssignment("eds-2", xdsbuild.Locality{Zone: "z1", Endpoints: []string{"10.0.2.1:80"}})))
 	g = nextGraph(t, ch)
-	if g.Node(edsRef).Resource != firstEDS {
+	if g.Node(edsRef).Decoded != firstEDS {
 		t.Fatal("the NACKed EDS replaced the last good one")
 	}
 	note := g.ResolutionNote(c1)
@@ -199,7 +200,7 @@ func TestGraphString(t *testing.T) {
 	}
 	defer e.Close()
 	ch := make(chan graphEvent, 10)
-	defer engine.WatchGraph(e, reg, registry.Ref{TypeURL: lds.TypeURL, Name: "listener.example"}, engine.GraphWatcherFunc(func(g *engine.Graph, err error, done func()) {
+	defer graph.Watch(e, registry.Ref{TypeURL: lds.TypeURL, Name: "listener.example"}, graph.WatcherFunc(func(g *graph.Graph, err error, done func()) {
 		done()
 		ch <- graphEvent{g, err}
 	}))()

@@ -78,7 +78,7 @@ func Example_aggregate() {
 func ExampleWatch() {
 	// A Source that answers every watch at once from fixed bytes; an
 	// *engine.Engine is used the same way.
-	src := engine.SourceFunc(func(typeURL, name string, w engine.ResourceWatcher) func() {
+	src := engine.NewSource(registry.MustNew(cds.Type), func(typeURL, name string, w engine.ResourceWatcher) func() {
 		res, err := cds.Type.Decode(exampleCluster(), registry.DecodeOptions{})
 		w.OnResourceChanged(res.Resource, err, func() {})
 		return func() {}

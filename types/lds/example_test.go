@@ -66,7 +66,7 @@ func ExampleType_decode() {
 // A Source that delivers a decoded resource synchronously stands in for an
 // engine here.
 func ExampleWatch() {
-	src := engine.SourceFunc(func(typeURL, name string, w engine.ResourceWatcher) func() {
+	src := engine.NewSource(registry.MustNew(lds.Type), func(typeURL, name string, w engine.ResourceWatcher) func() {
 		res, err := lds.Type.Decode(exampleListener(), registry.DecodeOptions{})
 		w.OnResourceChanged(res.Resource, err, func() {})
 		return func() {}

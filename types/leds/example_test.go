@@ -66,7 +66,7 @@ func Example_decode() {
 func ExampleWatch() {
 	// A Source that answers every watch at once from fixed bytes; an
 	// *engine.Engine is used the same way.
-	src := engine.SourceFunc(func(typeURL, name string, w engine.ResourceWatcher) func() {
+	src := engine.NewSource(registry.MustNew(leds.Type), func(typeURL, name string, w engine.ResourceWatcher) func() {
 		res, err := leds.Type.Decode(exampleCollection(), registry.DecodeOptions{WrapperName: name})
 		w.OnResourceChanged(res.Resource, err, func() {})
 		return func() {}

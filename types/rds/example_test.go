@@ -82,7 +82,7 @@ func ExampleWatch() {
 	if err != nil {
 		panic(err)
 	}
-	src := engine.SourceFunc(func(typeURL, name string, w engine.ResourceWatcher) func() {
+	src := engine.NewSource(registry.MustNew(rds.Type), func(typeURL, name string, w engine.ResourceWatcher) func() {
 		res, err := rds.Type.Decode(raw, registry.DecodeOptions{})
 		w.OnResourceChanged(res.Resource, err, func() {})
 		return func() {}

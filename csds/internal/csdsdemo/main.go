@@ -17,6 +17,7 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/csds"
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/graph"
 	"github.com/xdsengine/xdsengine/internal/controlplane"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/registry"
@@ -68,8 +69,8 @@ func run(ctx context.Context, addr string) error {
 	// The graph watch subscribes to every resource of the tree; the
 	// second watch is for a listener the server lacks.
 	graphDone := make(chan error, 1)
-	cancelGraph := engine.WatchGraph(e, reg, registry.Ref{TypeURL: lds.TypeURL, Name: "listener.example"},
-		engine.GraphWatcherFunc(func(g *engine.Graph, err error, done func()) {
+	cancelGraph := graph.Watch(e, registry.Ref{TypeURL: lds.TypeURL, Name: "listener.example"},
+		graph.WatcherFunc(func(g *graph.Graph, err error, done func()) {
 			defer done()
 			select {
 			case graphDone <- err:

@@ -1,4 +1,4 @@
-package engine_test
+package graph_test
 
 import (
 	"context"
@@ -8,10 +8,14 @@ import (
 	"time"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"go.uber.org/goleak"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/graph"
 	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
 	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
 	"github.com/xdsengine/xdsengine/registry"
@@ -21,13 +25,13 @@ import (
 type graphRec struct{ ch chan graphEvent }
 
 type graphEvent struct {
-	g   *engine.Graph
+	g   *graph.Graph
 	err error
 }
 
 func newGraphRec() *graphRec { return &graphRec{ch: make(chan graphEvent, 100)} }
 
-func (r *graphRec) OnGraphChanged(g *engine.Graph, err error, done func()) {
+func (r *graphRec) OnGraphChanged(g *graph.Graph, err error, done func()) {
 	done()
 	r.ch <- graphEvent{g, err}
 }
@@ -43,7 +47,7 @@ func (r *graphRec) next(t *testing.T) graphEvent {
 	return graphEvent{}
 }
 
-func (r *graphRec) nextGraph(t *testing.T) *engine.Graph {
+func (r *graphRec) nextGraph(t *testing.T) *graph.Graph {
 	t.Helper()
 	ev := r.next(t)
 	if ev.err != nil {
@@ -53,9 +57,9 @@ func (r *graphRec) nextGraph(t *testing.T) *engine.Graph {
 }
 
 // shape renders a graph as "name(dep,dep) ..." in walk order.
-func shape(g *engine.Graph) string {
+func shape(g *graph.Graph) string {
 	var parts []string
-	g.Walk(func(depth int, n *engine.GraphNode) {
+	g.Walk(func(depth int, n *graph.Node) {
 		parts = append(parts, strings.Repeat(">", depth)+n.Ref.Name)
 	})
 	return strings.Join(parts, " ")
@@ -80,7 +84,7 @@ func TestWatchGraph(t *testing.T) {
 			mgmt.R("other", testtype.Message("other")).As(thing),
 		)
 		r := newGraphRec()
-		cancel := engine.WatchGraph(e, testtype.Registry(), root, r)
+		cancel := graph.Watch(e, root, r)
 		defer cancel()
 		g := r.nextGraph(t)
 		if got, want := shape(g), "root >mid >>leaf >side"; got != want {
@@ -118,7 +122,7 @@ func TestWatchGraph(t *testing.T) {
 			mgmt.R("b", testtype.Message("b")).As(thing),
 		)
 		r := newGraphRec()
-		defer engine.WatchGraph(e, testtype.Registry(), root, r)()
+		defer graph.Watch(e, root, r)()
 		r.nextGraph(t)
 		srv.Update(thing, mgmt.R("a", testtype.Message("a", "invalid", "no endpoints")).As(thing), mgmt.R("b", testtype.Message("b")).As(thing))
 		g := r.nextGraph(t)
@@ -135,7 +139,7 @@ func TestWatchGraph(t *testing.T) {
 		srv, e := graphFixture(t, func(c *engine.Config) { c.ResourceTimeout = 100 * time.Millisecond })
 		srv.Set(mgmt.R("root", testtype.Message("root", "deps", []any{dep(thing, "ghost")})).As(required))
 		r := newGraphRec()
-		defer engine.WatchGraph(e, testtype.Registry(), root, r)()
+		defer graph.Watch(e, root, r)()
 		ev := r.next(t)
 		var ee *engine.Error
 		if ev.err == nil || status.Code(ev.err) != codes.NotFound || !asError(ev.err, &ee) || ee.Name != "ghost" || ee.Kind != engine.KindDependency {
@@ -150,7 +154,7 @@ func TestWatchGraph(t *testing.T) {
 			mgmt.R("y", testtype.Message("y", "deps", []any{dep(thing, "x")})).As(thing),
 		)
 		r := newGraphRec()
-		defer engine.WatchGraph(e, testtype.Registry(), root, r)()
+		defer graph.Watch(e, root, r)()
 		ev := r.next(t)
 		if ev.err == nil || status.Code(ev.err) != codes.FailedPrecondition || !strings.Contains(ev.err.Error(), "cycle: Thing x -> Thing y -> Thing x") {
 			t.Fatalf("got %v, want a cycle error", ev.err)
@@ -164,13 +168,13 @@ func TestWatchGraph(t *testing.T) {
 			mgmt.R("q", testtype.Message("q")).As(thing),
 		)
 		r := newGraphRec()
-		defer engine.WatchGraph(e, composingRegistry(), root, r)()
+		defer graph.Watch(e, root, r)()
 		g := r.nextGraph(t)
-		if got := g.Node(root).Resolved.(composed); got != "root[p,q]" {
+		if got := g.Node(root).Resource.(composed); got != "root[p,q]" {
 			t.Fatalf("resolved root = %v, want root[p,q]", got)
 		}
-		if _, ok := g.Node(root).Resource.(*composite); !ok {
-			t.Fatalf("Resource must stay as decoded, got %T", g.Node(root).Resource)
+		if _, ok := g.Node(root).Decoded.(*composite); !ok {
+			t.Fatalf("Decoded must stay as decoded, got %T", g.Node(root).Decoded)
 		}
 	})
 }
@@ -223,16 +227,16 @@ func composingRegistry() *registry.Registry {
 // Watch returns (a Mux with no route does); the graph must not deadlock.
 func TestWatchGraphSynchronousSource(t *testing.T) {
 	r := newGraphRec()
-	mux := &engine.Mux{Route: func(string, string) engine.Source { return nil }}
-	cancel := engine.WatchGraph(mux, testtype.Registry(), registry.Ref{TypeURL: required, Name: "root"}, r)
+	mux := &engine.Mux{Types: testtype.Registry(), Route: func(string, string) engine.Source { return nil }}
+	cancel := graph.Watch(mux, registry.Ref{TypeURL: required, Name: "root"}, r)
 	ev := r.next(t)
-	if status.Code(ev.err) != codes.FailedPrecondition || !contains(ev.err.Error(), "no source routes") {
+	if status.Code(ev.err) != codes.FailedPrecondition || !strings.Contains(ev.err.Error(), "no source routes") {
 		t.Fatalf("got %v, want the Mux's unroutable error", ev.err)
 	}
 	cancel()
 
 	// A synchronous source that resolves a two-level graph inside Watch.
-	src := engine.SourceFunc(func(typeURL, name string, w engine.ResourceWatcher) func() {
+	src := engine.NewSource(testtype.Registry(), func(typeURL, name string, w engine.ResourceWatcher) func() {
 		var kv []any
 		if name == "root" {
 			kv = []any{"deps", []any{dep(thing, "leaf")}}
@@ -240,7 +244,7 @@ func TestWatchGraphSynchronousSource(t *testing.T) {
 		w.OnResourceChanged(&testtype.Resource{Name: name, Fields: map[string]any{"deps": depsOf(kv)}}, nil, func() {})
 		return func() {}
 	})
-	cancel = engine.WatchGraph(src, testtype.Registry(), registry.Ref{TypeURL: required, Name: "root"}, r)
+	cancel = graph.Watch(src, registry.Ref{TypeURL: required, Name: "root"}, r)
 	defer cancel()
 	if g := r.nextGraph(t); shape(g) != "root >leaf" {
 		t.Fatalf("graph %q", shape(g))
@@ -252,4 +256,34 @@ func depsOf(kv []any) any {
 		return kv[1]
 	}
 	return nil
+}
+
+const (
+	thing    = testtype.TypeURL
+	required = testtype.RequiredTypeURL
+	nodeID   = "test-node"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// realClockEngine is an engine on the real clock with short retries,
+// for a server at addr.
+func realClockEngine(t *testing.T, addr string, mutate func(*engine.Config)) *engine.Engine {
+	t.Helper()
+	sw := features.Switches{}
+	cfg := engine.Config{
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: nodeID}},
+		Registry:  testtype.Registry(),
+		Backoff:   func(int) time.Duration { return 20 * time.Millisecond },
+		Switches:  &sw,
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	e, err := engine.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
 }

@@ -23,7 +23,7 @@ import (
 	"github.com/xdsengine/xdsengine/csds"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
-	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
+	"github.com/xdsengine/xdsengine/xdstest"
 	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/types/builtin"
@@ -181,19 +181,19 @@ func wantStatus(t *testing.T, g *statuspb.ClientConfig_GenericXdsConfig, want ad
 }
 
 // serveTree serves a valid LDS → RDS → CDS → EDS tree for listenerName.
-func serveTree(srv *mgmt.Server) {
+func serveTree(srv *xdstest.Server) {
 	srv.Set(
-		mgmt.R(listenerName, xdsbuild.Listener(listenerName, "route.example")),
-		mgmt.R("route.example", xdsbuild.RouteConfig("route.example", "cluster.example")),
-		mgmt.R("cluster.example", xdsbuild.Cluster("cluster.example", "endpoints.example")),
-		mgmt.R("endpoints.example", xdsbuild.ClusterLoadAssignment("endpoints.example", xdsbuild.Locality{Zone: "a", Endpoints: []string{"127.0.0.1:8080"}})),
+		xdstest.R(listenerName, xdsbuild.Listener(listenerName, "route.example")),
+		xdstest.R("route.example", xdsbuild.RouteConfig("route.example", "cluster.example")),
+		xdstest.R("cluster.example", xdsbuild.Cluster("cluster.example", "endpoints.example")),
+		xdstest.R("endpoints.example", xdsbuild.ClusterLoadAssignment("endpoints.example", xdsbuild.Locality{Zone: "a", Endpoints: []string{"127.0.0.1:8080"}})),
 	)
 }
 
 // TestFetchAndStream runs an engine against go-control-plane and reads
 // its state over a real gRPC connection, unary and streaming.
 func TestFetchAndStream(t *testing.T) {
-	srv := mgmt.Start(t, mgmt.Options{})
+	srv := xdstest.NewServer(t, xdstest.Options{})
 	serveTree(srv)
 	e := newEngine(t, srv.Addr(), target, nil)
 	rec := watchrec.New()
@@ -248,7 +248,7 @@ func TestFetchAndStream(t *testing.T) {
 
 	// Version 2 changes the listener: the engine tells watchers only of
 	// resources whose bytes changed.
-	srv.Set(mgmt.R(listenerName, xdsbuild.Listener(listenerName, "route-2.example")))
+	srv.Set(xdstest.R(listenerName, xdsbuild.Listener(listenerName, "route-2.example")))
 	if ev := rec.NextChanged(t); ev.Err != nil {
 		t.Fatalf("watcher got %v, want version 2", ev)
 	}
@@ -275,10 +275,10 @@ func TestFetchAndStream(t *testing.T) {
 // TestPool reports one ClientConfig per target of a pool, sorted by
 // target, each with only its own resources.
 func TestPool(t *testing.T) {
-	srv := mgmt.Start(t, mgmt.Options{})
+	srv := xdstest.NewServer(t, xdstest.Options{})
 	srv.Set(
-		mgmt.R("a.example", xdsbuild.Listener("a.example", "route.example")),
-		mgmt.R("b.example", xdsbuild.Listener("b.example", "route.example")),
+		xdstest.R("a.example", xdsbuild.Listener("a.example", "route.example")),
+		xdstest.R("b.example", xdsbuild.Listener("b.example", "route.example")),
 	)
 	pool, err := engine.NewPool(engineConfig(srv.Addr(), "", nil))
 	if err != nil {
@@ -343,9 +343,9 @@ func TestPool(t *testing.T) {
 func TestConsistentWithWatchers(t *testing.T) {
 	// acked starts a server with the listener and a watch that has seen
 	// it, version 1.
-	acked := func(t *testing.T) (*mgmt.Server, *watchrec.Recorder, statuspb.ClientStatusDiscoveryServiceClient) {
-		srv := mgmt.Start(t, mgmt.Options{})
-		srv.Set(mgmt.R(listenerName, xdsbuild.Listener(listenerName, "route.example")))
+	acked := func(t *testing.T) (*xdstest.Server, *watchrec.Recorder, statuspb.ClientStatusDiscoveryServiceClient) {
+		srv := xdstest.NewServer(t, xdstest.Options{})
+		srv.Set(xdstest.R(listenerName, xdsbuild.Listener(listenerName, "route.example")))
 		e := newEngine(t, srv.Addr(), target, nil)
 		rec := watchrec.NewHolding()
 		t.Cleanup(e.Watch(lds.TypeURL, listenerName, rec))
@@ -362,7 +362,7 @@ func TestConsistentWithWatchers(t *testing.T) {
 		srv, rec, client := acked(t)
 		// No api_listener: invalid for a gRPC client, so version 2 is
 		// NACKed and version 1 stays in use, reported as ambient.
-		srv.Set(mgmt.R(listenerName, &listenerpb.Listener{Name: listenerName}))
+		srv.Set(xdstest.R(listenerName, &listenerpb.Listener{Name: listenerName}))
 		ev := rec.NextAmbient(t)
 		defer ev.Done()
 		if status.Code(ev.Err) != codes.InvalidArgument {
@@ -385,7 +385,7 @@ func TestConsistentWithWatchers(t *testing.T) {
 		// LDS is full state: a response without the listener deletes it.
 		// A88 keeps the cached listener in use and reports NOT_FOUND as
 		// ambient.
-		srv.Set(mgmt.R("other.example", xdsbuild.Listener("other.example", "route.example")))
+		srv.Set(xdstest.R("other.example", xdsbuild.Listener("other.example", "route.example")))
 		ev := rec.NextAmbient(t)
 		defer ev.Done()
 		if status.Code(ev.Err) != codes.NotFound {
@@ -398,8 +398,8 @@ func TestConsistentWithWatchers(t *testing.T) {
 	})
 
 	t.Run("does-not-exist timer", func(t *testing.T) {
-		srv := mgmt.Start(t, mgmt.Options{})
-		srv.Set(mgmt.R("other.example", xdsbuild.Listener("other.example", "route.example")))
+		srv := xdstest.NewServer(t, xdstest.Options{})
+		srv.Set(xdstest.R("other.example", xdsbuild.Listener("other.example", "route.example")))
 		e := newEngine(t, srv.Addr(), target, func(c *engine.Config) { c.ResourceTimeout = 200 * time.Millisecond })
 		client, _ := serveCSDS(t, csds.ForEngine(e), false)
 		rec := watchrec.NewHolding()

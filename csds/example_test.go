@@ -14,7 +14,7 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/csds"
 	"github.com/xdsengine/xdsengine/engine"
-	"github.com/xdsengine/xdsengine/internal/controlplane"
+	"github.com/xdsengine/xdsengine/xdstest"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/lds"
@@ -25,12 +25,12 @@ import (
 // management server has and one it lacks.
 func ExampleRegister() {
 	// A management server with one listener.
-	cp, err := controlplane.Start(controlplane.Options{})
+	cp, err := xdstest.Start(xdstest.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer cp.Close()
-	cp.Set(controlplane.R("listener.example", xdsbuild.Listener("listener.example", "route.example")))
+	cp.Set(xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route.example")))
 
 	e, err := engine.New(engine.Config{
 		Bootstrap: &bootstrap.Bootstrap{

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/xdsengine/xdsengine/csds"
-	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
+	"github.com/xdsengine/xdsengine/xdstest"
 	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
 	"github.com/xdsengine/xdsengine/types/lds"
 )
@@ -84,7 +84,7 @@ func TestGrpcurl(t *testing.T) {
 	grpcurl := findGrpcurl(t)
 	t.Logf("grpcurl: %s", grpcurl)
 
-	srv := mgmt.Start(t, mgmt.Options{})
+	srv := xdstest.NewServer(t, xdstest.Options{})
 	serveTree(srv)
 	e := newEngine(t, srv.Addr(), target, nil)
 	rec := watchrec.New()

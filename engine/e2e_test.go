@@ -12,7 +12,7 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
-	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
+	"github.com/xdsengine/xdsengine/xdstest"
 	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
 	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
 )
@@ -57,8 +57,8 @@ func field(t *testing.T, ev watchrec.Event, key string) any {
 // TestEndToEndGoControlPlane drives the engine against go-control-plane's
 // server: watch, update, NACK, outage with cached data, restart.
 func TestEndToEndGoControlPlane(t *testing.T) {
-	srv := mgmt.Start(t, mgmt.Options{Name: "primary"})
-	srv.Set(mgmt.R("a", testtype.Message("a", "v", "1")).As(thing), mgmt.R("l", testtype.Message("l")).As(required))
+	srv := xdstest.NewServer(t, xdstest.Options{Name: "primary"})
+	srv.Set(xdstest.R("a", testtype.Message("a", "v", "1")).As(thing), xdstest.R("l", testtype.Message("l")).As(required))
 	e := realClockEngine(t, srv.Addr(), nil)
 
 	w := watchrec.New()
@@ -70,17 +70,17 @@ func TestEndToEndGoControlPlane(t *testing.T) {
 	}
 	wl.NextChanged(t)
 
-	srv.Set(mgmt.R("a", testtype.Message("a", "v", "2")).As(thing), mgmt.R("l", testtype.Message("l")).As(required))
+	srv.Set(xdstest.R("a", testtype.Message("a", "v", "2")).As(thing), xdstest.R("l", testtype.Message("l")).As(required))
 	if v := field(t, w.NextChanged(t), "v"); v != "2" {
 		t.Fatalf("after update v = %v, want 2", v)
 	}
 
 	// An invalid update is NACKed and the last good version stays.
-	srv.Update(thing, mgmt.R("a", testtype.Message("a", "invalid", "port 0")).As(thing))
+	srv.Update(thing, xdstest.R("a", testtype.Message("a", "invalid", "port 0")).As(thing))
 	checkEvent(t, w.NextAmbient(t), true, codes.InvalidArgument)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := srv.WaitForRequest(ctx, mgmt.IsNACK(thing)); err != nil {
+	if _, err := srv.WaitForRequest(ctx, xdstest.IsNACK(thing)); err != nil {
 		t.Fatalf("server saw no NACK: %v", err)
 	}
 
@@ -90,7 +90,7 @@ func TestEndToEndGoControlPlane(t *testing.T) {
 	checkEvent(t, wl.NextAmbient(t), true, codes.Unavailable)
 
 	// Restart with a new version: the engine reconnects and delivers it.
-	srv.Set(mgmt.R("a", testtype.Message("a", "v", "3")).As(thing), mgmt.R("l", testtype.Message("l")).As(required))
+	srv.Set(xdstest.R("a", testtype.Message("a", "v", "3")).As(thing), xdstest.R("l", testtype.Message("l")).As(required))
 	srv.Restart()
 	if v := field(t, w.NextChanged(t), "v"); v != "3" {
 		t.Fatalf("after restart v = %v, want 3", v)
@@ -102,7 +102,7 @@ func TestEndToEndGoControlPlane(t *testing.T) {
 
 	// Deleting the listener from the state of the world (A88 default:
 	// ambient NOT_FOUND, resource kept).
-	srv.Set(mgmt.R("a", testtype.Message("a", "v", "3")).As(thing))
+	srv.Set(xdstest.R("a", testtype.Message("a", "v", "3")).As(thing))
 	checkEvent(t, wl.NextAmbient(t), true, codes.NotFound)
 }
 
@@ -110,8 +110,8 @@ func TestEndToEndGoControlPlane(t *testing.T) {
 // clock with a short timeout against a server that does not have the
 // resource.
 func TestEndToEndRealClockTimer(t *testing.T) {
-	srv := mgmt.Start(t, mgmt.Options{})
-	srv.Set(mgmt.R("present", testtype.Message("present")).As(thing))
+	srv := xdstest.NewServer(t, xdstest.Options{})
+	srv.Set(xdstest.R("present", testtype.Message("present")).As(thing))
 	e := realClockEngine(t, srv.Addr(), func(c *engine.Config) { c.ResourceTimeout = 150 * time.Millisecond })
 	w := watchrec.New()
 	start := time.Now()

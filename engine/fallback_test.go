@@ -11,7 +11,7 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
-	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
+	"github.com/xdsengine/xdsengine/xdstest"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
 	"github.com/xdsengine/xdsengine/internal/testutil/tcpproxy"
 	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
@@ -33,11 +33,11 @@ func fallbackEngine(t *testing.T, mutate func(*engine.Config), addrs ...string) 
 	})
 }
 
-func thingR(name, v string) mgmt.Resource {
-	return mgmt.R(name, testtype.Message(name, "v", v)).As(thing)
+func thingR(name, v string) xdstest.Resource {
+	return xdstest.R(name, testtype.Message(name, "v", v)).As(thing)
 }
 
-func waitOpenStreams(t *testing.T, s *mgmt.Server, n int) {
+func waitOpenStreams(t *testing.T, s *xdstest.Server, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -50,8 +50,8 @@ func waitOpenStreams(t *testing.T, s *mgmt.Server, n int) {
 // response, the fallback serves, and the primary's return takes over at
 // once and closes the fallback stream (A71).
 func TestFallbackAtStartupAndRecovery(t *testing.T) {
-	primary := mgmt.Start(t, mgmt.Options{Name: "primary"})
-	fallback := mgmt.Start(t, mgmt.Options{Name: "fallback"})
+	primary := xdstest.NewServer(t, xdstest.Options{Name: "primary"})
+	fallback := xdstest.NewServer(t, xdstest.Options{Name: "fallback"})
 	primary.Set(thingR("x", "primary"))
 	fallback.Set(thingR("x", "fallback"))
 	primary.Stop()
@@ -83,8 +83,8 @@ func TestFallbackAtStartupAndRecovery(t *testing.T) {
 // an ambient error and the cache stays in use; a new uncached watch then
 // triggers fallback.
 func TestNoFallbackWhenCached(t *testing.T) {
-	primary := mgmt.Start(t, mgmt.Options{Name: "primary"})
-	fallback := mgmt.Start(t, mgmt.Options{Name: "fallback"})
+	primary := xdstest.NewServer(t, xdstest.Options{Name: "primary"})
+	fallback := xdstest.NewServer(t, xdstest.Options{Name: "fallback"})
 	primary.Set(thingR("x", "primary"))
 	fallback.Set(thingR("x", "fallback"), thingR("y", "fallback"))
 	proxy := tcpproxy.Start(t, primary.Addr())
@@ -123,8 +123,8 @@ func TestNoFallbackWhenCached(t *testing.T) {
 // authority with fallback_on_reachability_only still falls back, shows no
 // error, and takes updates from the fallback.
 func TestFallbackOnReachabilityOnly(t *testing.T) {
-	primary := mgmt.Start(t, mgmt.Options{Name: "primary"})
-	fallback := mgmt.Start(t, mgmt.Options{Name: "fallback"})
+	primary := xdstest.NewServer(t, xdstest.Options{Name: "primary"})
+	fallback := xdstest.NewServer(t, xdstest.Options{Name: "fallback"})
 	const name = "xdstp://endpoints.example/xdsengine.test.Thing/svc/locality-1"
 	primary.Set(thingR(name, "primary-1"))
 	fallback.Set(thingR(name, "fallback-1"))
@@ -156,8 +156,8 @@ func TestFallbackOnReachabilityOnly(t *testing.T) {
 	}
 
 	t.Run("ignored with GRPC_EXPERIMENTAL_XDS_ENDPOINT_FALLBACK=false", func(t *testing.T) {
-		primary := mgmt.Start(t, mgmt.Options{Name: "primary"})
-		fallback := mgmt.Start(t, mgmt.Options{Name: "fallback"})
+		primary := xdstest.NewServer(t, xdstest.Options{Name: "primary"})
+		fallback := xdstest.NewServer(t, xdstest.Options{Name: "fallback"})
 		primary.Set(thingR(name, "primary-1"))
 		fallback.Set(thingR(name, "fallback-1"))
 		e := realClockEngine(t, primary.Addr(), func(c *engine.Config) {
@@ -182,11 +182,11 @@ func TestFallbackOnReachabilityOnly(t *testing.T) {
 // TestFallbackWalksTheList: the second server is broken (it fails every
 // stream), so the engine goes on to the third.
 func TestFallbackWalksTheList(t *testing.T) {
-	primary := mgmt.Start(t, mgmt.Options{Name: "primary"})
+	primary := xdstest.NewServer(t, xdstest.Options{Name: "primary"})
 	primary.Stop()
 	broken := scriptedads.Start(t)
 	broken.FailStreams(status.Error(codes.Internal, "broken server"))
-	third := mgmt.Start(t, mgmt.Options{Name: "third"})
+	third := xdstest.NewServer(t, xdstest.Options{Name: "third"})
 	third.Set(thingR("x", "third"))
 	e := fallbackEngine(t, nil, primary.Addr(), broken.Addr(), third.Addr())
 	w := watchrec.New()
@@ -204,7 +204,7 @@ func TestFallbackWalksTheList(t *testing.T) {
 // TestFallbackAllFail: when every server fails, watchers see the error of
 // the last one.
 func TestFallbackAllFail(t *testing.T) {
-	primary := mgmt.Start(t, mgmt.Options{Name: "primary"})
+	primary := xdstest.NewServer(t, xdstest.Options{Name: "primary"})
 	primary.Stop()
 	broken := scriptedads.Start(t)
 	broken.FailStreams(status.Error(codes.PermissionDenied, "last server says no"))
@@ -221,9 +221,9 @@ func TestFallbackAllFail(t *testing.T) {
 // TestAuthoritiesShareStreamsButNotFallbacks: two authorities with the
 // same primary share one ADS stream, and fall back each to its own server.
 func TestAuthoritiesShareStreamsButNotFallbacks(t *testing.T) {
-	primary := mgmt.Start(t, mgmt.Options{Name: "primary"})
-	fbA := mgmt.Start(t, mgmt.Options{Name: "fallback-a"})
-	fbB := mgmt.Start(t, mgmt.Options{Name: "fallback-b"})
+	primary := xdstest.NewServer(t, xdstest.Options{Name: "primary"})
+	fbA := xdstest.NewServer(t, xdstest.Options{Name: "fallback-a"})
+	fbB := xdstest.NewServer(t, xdstest.Options{Name: "fallback-b"})
 	const (
 		nameA  = "xdstp://a.example/xdsengine.test.Thing/x"
 		nameB  = "xdstp://b.example/xdsengine.test.Thing/x"
@@ -267,8 +267,8 @@ func TestAuthoritiesShareStreamsButNotFallbacks(t *testing.T) {
 // TestPoolFallsBackPerTarget: two targets share nothing; only the one with
 // an uncached resource goes to the fallback server.
 func TestPoolFallsBackPerTarget(t *testing.T) {
-	primary := mgmt.Start(t, mgmt.Options{Name: "primary"})
-	fallback := mgmt.Start(t, mgmt.Options{Name: "fallback"})
+	primary := xdstest.NewServer(t, xdstest.Options{Name: "primary"})
+	fallback := xdstest.NewServer(t, xdstest.Options{Name: "fallback"})
 	primary.Set(thingR("x", "primary"))
 	fallback.Set(thingR("x", "fallback"), thingR("y", "fallback"))
 	proxy := tcpproxy.Start(t, primary.Addr())
@@ -318,7 +318,7 @@ func TestPoolFallsBackPerTarget(t *testing.T) {
 // TestNameErrors: an unknown authority or a malformed xdstp name fails the
 // watch at once, and no stream is opened.
 func TestNameErrors(t *testing.T) {
-	primary := mgmt.Start(t, mgmt.Options{Name: "primary"})
+	primary := xdstest.NewServer(t, xdstest.Options{Name: "primary"})
 	e := realClockEngine(t, primary.Addr(), func(c *engine.Config) {
 		c.Bootstrap.Authorities = map[string]bootstrap.Authority{"known.example": {}}
 	})
@@ -350,8 +350,8 @@ func TestNameErrors(t *testing.T) {
 // TestFallbackDisabled: GRPC_EXPERIMENTAL_XDS_FALLBACK=false uses only the
 // first server.
 func TestFallbackDisabled(t *testing.T) {
-	primary := mgmt.Start(t, mgmt.Options{Name: "primary"})
-	fallback := mgmt.Start(t, mgmt.Options{Name: "fallback"})
+	primary := xdstest.NewServer(t, xdstest.Options{Name: "primary"})
+	fallback := xdstest.NewServer(t, xdstest.Options{Name: "fallback"})
 	fallback.Set(thingR("x", "fallback"))
 	primary.Stop()
 	e := fallbackEngine(t, func(c *engine.Config) { c.Switches = &features.Switches{DisableFallback: true} }, primary.Addr(), fallback.Addr())
@@ -366,8 +366,8 @@ func TestFallbackDisabled(t *testing.T) {
 
 // TestCustomFallbackPolicy: a user policy can refuse fallback.
 func TestCustomFallbackPolicy(t *testing.T) {
-	primary := mgmt.Start(t, mgmt.Options{Name: "primary"})
-	fallback := mgmt.Start(t, mgmt.Options{Name: "fallback"})
+	primary := xdstest.NewServer(t, xdstest.Options{Name: "primary"})
+	fallback := xdstest.NewServer(t, xdstest.Options{Name: "fallback"})
 	fallback.Set(thingR("x", "fallback"))
 	primary.Stop()
 	var seen []engine.FallbackState

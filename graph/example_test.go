@@ -7,7 +7,7 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/graph"
-	"github.com/xdsengine/xdsengine/internal/controlplane"
+	"github.com/xdsengine/xdsengine/xdstest"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/builtin"
@@ -17,16 +17,16 @@ import (
 
 // ExampleWatch resolves a listener down to its endpoints.
 func ExampleWatch() {
-	cp, err := controlplane.Start(controlplane.Options{})
+	cp, err := xdstest.Start(xdstest.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer cp.Close()
 	cp.Set(
-		controlplane.R("api.example", xdsbuild.Listener("api.example", "api-routes")),
-		controlplane.R("api-routes", xdsbuild.RouteConfig("api-routes", "api-backend")),
-		controlplane.R("api-backend", xdsbuild.Cluster("api-backend", "api-endpoints")),
-		controlplane.R("api-endpoints", xdsbuild.ClusterLoadAssignment("api-endpoints",
+		xdstest.R("api.example", xdsbuild.Listener("api.example", "api-routes")),
+		xdstest.R("api-routes", xdsbuild.RouteConfig("api-routes", "api-backend")),
+		xdstest.R("api-backend", xdsbuild.Cluster("api-backend", "api-endpoints")),
+		xdstest.R("api-endpoints", xdsbuild.ClusterLoadAssignment("api-endpoints",
 			xdsbuild.Locality{Zone: "a", Endpoints: []string{"10.0.0.1:443", "10.0.0.2:443"}})),
 	)
 	reg := builtin.Registry()

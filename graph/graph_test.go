@@ -16,7 +16,7 @@ import (
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/graph"
-	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
+	"github.com/xdsengine/xdsengine/xdstest"
 	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
 	"github.com/xdsengine/xdsengine/registry"
 )
@@ -67,8 +67,8 @@ func shape(g *graph.Graph) string {
 
 func dep(typeURL, name string) string { return typeURL + "|" + name }
 
-func graphFixture(t *testing.T, mutate func(*engine.Config)) (*mgmt.Server, *engine.Engine) {
-	srv := mgmt.Start(t, mgmt.Options{})
+func graphFixture(t *testing.T, mutate func(*engine.Config)) (*xdstest.Server, *engine.Engine) {
+	srv := xdstest.NewServer(t, xdstest.Options{})
 	return srv, realClockEngine(t, srv.Addr(), mutate)
 }
 
@@ -77,11 +77,11 @@ func TestWatchGraph(t *testing.T) {
 	t.Run("resolves, follows changes, unsubscribes", func(t *testing.T) {
 		srv, e := graphFixture(t, nil)
 		srv.Set(
-			mgmt.R("root", testtype.Message("root", "deps", []any{dep(thing, "mid"), dep(thing, "side")})).As(required),
-			mgmt.R("mid", testtype.Message("mid", "deps", []any{dep(thing, "leaf")})).As(thing),
-			mgmt.R("side", testtype.Message("side")).As(thing),
-			mgmt.R("leaf", testtype.Message("leaf")).As(thing),
-			mgmt.R("other", testtype.Message("other")).As(thing),
+			xdstest.R("root", testtype.Message("root", "deps", []any{dep(thing, "mid"), dep(thing, "side")})).As(required),
+			xdstest.R("mid", testtype.Message("mid", "deps", []any{dep(thing, "leaf")})).As(thing),
+			xdstest.R("side", testtype.Message("side")).As(thing),
+			xdstest.R("leaf", testtype.Message("leaf")).As(thing),
+			xdstest.R("other", testtype.Message("other")).As(thing),
 		)
 		r := newGraphRec()
 		cancel := graph.Watch(e, root, r)
@@ -96,11 +96,11 @@ func TestWatchGraph(t *testing.T) {
 		// Re-point the root: mid and leaf leave the graph and are
 		// unsubscribed on the wire.
 		srv.Set(
-			mgmt.R("root", testtype.Message("root", "deps", []any{dep(thing, "other"), dep(thing, "side")})).As(required),
-			mgmt.R("mid", testtype.Message("mid", "deps", []any{dep(thing, "leaf")})).As(thing),
-			mgmt.R("side", testtype.Message("side")).As(thing),
-			mgmt.R("leaf", testtype.Message("leaf")).As(thing),
-			mgmt.R("other", testtype.Message("other")).As(thing),
+			xdstest.R("root", testtype.Message("root", "deps", []any{dep(thing, "other"), dep(thing, "side")})).As(required),
+			xdstest.R("mid", testtype.Message("mid", "deps", []any{dep(thing, "leaf")})).As(thing),
+			xdstest.R("side", testtype.Message("side")).As(thing),
+			xdstest.R("leaf", testtype.Message("leaf")).As(thing),
+			xdstest.R("other", testtype.Message("other")).As(thing),
 		)
 		g = r.nextGraph(t)
 		if got, want := shape(g), "root >other >side"; got != want {
@@ -117,14 +117,14 @@ func TestWatchGraph(t *testing.T) {
 	t.Run("ambient error lands in the branch's resolution note", func(t *testing.T) {
 		srv, e := graphFixture(t, nil)
 		srv.Set(
-			mgmt.R("root", testtype.Message("root", "deps", []any{dep(thing, "a"), dep(thing, "b")})).As(required),
-			mgmt.R("a", testtype.Message("a")).As(thing),
-			mgmt.R("b", testtype.Message("b")).As(thing),
+			xdstest.R("root", testtype.Message("root", "deps", []any{dep(thing, "a"), dep(thing, "b")})).As(required),
+			xdstest.R("a", testtype.Message("a")).As(thing),
+			xdstest.R("b", testtype.Message("b")).As(thing),
 		)
 		r := newGraphRec()
 		defer graph.Watch(e, root, r)()
 		r.nextGraph(t)
-		srv.Update(thing, mgmt.R("a", testtype.Message("a", "invalid", "no endpoints")).As(thing), mgmt.R("b", testtype.Message("b")).As(thing))
+		srv.Update(thing, xdstest.R("a", testtype.Message("a", "invalid", "no endpoints")).As(thing), xdstest.R("b", testtype.Message("b")).As(thing))
 		g := r.nextGraph(t)
 		if shape(g) != "root >a >b" {
 			t.Fatalf("graph %q: the last good tree must stay", shape(g))
@@ -137,7 +137,7 @@ func TestWatchGraph(t *testing.T) {
 	})
 	t.Run("missing resource is named", func(t *testing.T) {
 		srv, e := graphFixture(t, func(c *engine.Config) { c.ResourceTimeout = 100 * time.Millisecond })
-		srv.Set(mgmt.R("root", testtype.Message("root", "deps", []any{dep(thing, "ghost")})).As(required))
+		srv.Set(xdstest.R("root", testtype.Message("root", "deps", []any{dep(thing, "ghost")})).As(required))
 		r := newGraphRec()
 		defer graph.Watch(e, root, r)()
 		ev := r.next(t)
@@ -149,9 +149,9 @@ func TestWatchGraph(t *testing.T) {
 	t.Run("cycle", func(t *testing.T) {
 		srv, e := graphFixture(t, nil)
 		srv.Set(
-			mgmt.R("root", testtype.Message("root", "deps", []any{dep(thing, "x")})).As(required),
-			mgmt.R("x", testtype.Message("x", "deps", []any{dep(thing, "y")})).As(thing),
-			mgmt.R("y", testtype.Message("y", "deps", []any{dep(thing, "x")})).As(thing),
+			xdstest.R("root", testtype.Message("root", "deps", []any{dep(thing, "x")})).As(required),
+			xdstest.R("x", testtype.Message("x", "deps", []any{dep(thing, "y")})).As(thing),
+			xdstest.R("y", testtype.Message("y", "deps", []any{dep(thing, "x")})).As(thing),
 		)
 		r := newGraphRec()
 		defer graph.Watch(e, root, r)()
@@ -163,9 +163,9 @@ func TestWatchGraph(t *testing.T) {
 	t.Run("composer folds dependencies in", func(t *testing.T) {
 		srv, e := graphFixture(t, func(c *engine.Config) { c.Registry = composingRegistry() })
 		srv.Set(
-			mgmt.R("root", testtype.Message("root", "deps", []any{dep(thing, "p"), dep(thing, "q")})).As(required),
-			mgmt.R("p", testtype.Message("p")).As(thing),
-			mgmt.R("q", testtype.Message("q")).As(thing),
+			xdstest.R("root", testtype.Message("root", "deps", []any{dep(thing, "p"), dep(thing, "q")})).As(required),
+			xdstest.R("p", testtype.Message("p")).As(thing),
+			xdstest.R("q", testtype.Message("q")).As(thing),
 		)
 		r := newGraphRec()
 		defer graph.Watch(e, root, r)()

@@ -18,7 +18,7 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/csds"
 	"github.com/xdsengine/xdsengine/engine"
-	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
+	"github.com/xdsengine/xdsengine/xdstest"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/lds"
@@ -43,8 +43,8 @@ func checkListenerConfig(t *testing.T, g *statuspb.ClientConfig_GenericXdsConfig
 }
 
 func TestDumpBootstrap(t *testing.T) {
-	srv := mgmt.Start(t, mgmt.Options{})
-	srv.Set(mgmt.R("listener.example", xdsbuild.Listener("listener.example", "route-1")))
+	srv := xdstest.NewServer(t, xdstest.Options{})
+	srv.Set(xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route-1")))
 	bs := writeBootstrap(t, srv.Addr())
 
 	start := time.Now()
@@ -72,8 +72,8 @@ func TestDumpBootstrap(t *testing.T) {
 // TestDumpWaitPasses prints the dump when --wait passes, with what is
 // still awaited on stderr; the bootstrap comes from the environment.
 func TestDumpWaitPasses(t *testing.T) {
-	srv := mgmt.Start(t, mgmt.Options{})
-	srv.Set(mgmt.R("route-1", xdsbuild.RouteConfig("route-1", "c1")))
+	srv := xdstest.NewServer(t, xdstest.Options{})
+	srv.Set(xdstest.R("route-1", xdsbuild.RouteConfig("route-1", "c1")))
 	t.Setenv(bootstrap.EnvFile, "")
 	t.Setenv(bootstrap.EnvConfig, bootstrapJSON(srv.Addr()))
 
@@ -136,7 +136,7 @@ func TestDumpWaitPasses(t *testing.T) {
 
 // ackOfRoute matches an ACK of a response that held the route
 // configuration name, which the client had therefore applied.
-func ackOfRoute(srv *mgmt.Server, name string) func(*discoverypb.DiscoveryRequest) bool {
+func ackOfRoute(srv *xdstest.Server, name string) func(*discoverypb.DiscoveryRequest) bool {
 	return func(req *discoverypb.DiscoveryRequest) bool {
 		if req.GetTypeUrl() != rds.TypeURL || req.GetResponseNonce() == "" || req.GetErrorDetail() != nil {
 			return false
@@ -159,8 +159,8 @@ func ackOfRoute(srv *mgmt.Server, name string) func(*discoverypb.DiscoveryReques
 // TestDumpCSDS fetches the dump of a running client from its CSDS
 // service.
 func TestDumpCSDS(t *testing.T) {
-	srv := mgmt.Start(t, mgmt.Options{})
-	srv.Set(mgmt.R("listener.example", xdsbuild.Listener("listener.example", "route-1")))
+	srv := xdstest.NewServer(t, xdstest.Options{})
+	srv.Set(xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route-1")))
 
 	// The "running client": an engine watching the listener, with a
 	// CSDS service.

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
+	"github.com/xdsengine/xdsengine/xdstest"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 )
 
@@ -13,20 +13,20 @@ const collectionZ2 = "xdstp://endpoints.example/envoy.config.endpoint.v3.LbEndpo
 // chain serves Listener → RouteConfiguration → Cluster →
 // ClusterLoadAssignment → LbEndpointCollection, the route pointing at
 // cluster.
-func chain(cluster string) []mgmt.Resource {
-	return []mgmt.Resource{
-		mgmt.R("listener.example", xdsbuild.Listener("listener.example", "route-1")),
-		mgmt.R("route-1", xdsbuild.RouteConfig("route-1", cluster)),
-		mgmt.R("c1", xdsbuild.Cluster("c1", "eds-1")),
-		mgmt.R("eds-1", xdsbuild.ClusterLoadAssignment("eds-1",
+func chain(cluster string) []xdstest.Resource {
+	return []xdstest.Resource{
+		xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route-1")),
+		xdstest.R("route-1", xdsbuild.RouteConfig("route-1", cluster)),
+		xdstest.R("c1", xdsbuild.Cluster("c1", "eds-1")),
+		xdstest.R("eds-1", xdsbuild.ClusterLoadAssignment("eds-1",
 			xdsbuild.Locality{Zone: "z1", Endpoints: []string{"10.0.0.1:80"}},
 			xdsbuild.Locality{Zone: "z2", Collection: collectionZ2})),
-		mgmt.Wrapped(collectionZ2, xdsbuild.Collection("10.0.1.1:80", "[::1]:81")),
+		xdstest.Wrapped(collectionZ2, xdsbuild.Collection("10.0.1.1:80", "[::1]:81")),
 	}
 }
 
 func TestResolve(t *testing.T) {
-	srv := mgmt.Start(t, mgmt.Options{})
+	srv := xdstest.NewServer(t, xdstest.Options{})
 	srv.Set(chain("c1")...)
 	bs := writeBootstrap(t, srv.Addr())
 
@@ -55,7 +55,7 @@ Resolution notes:
 // TestResolveMissingCluster fails naming the cluster the route points at
 // and the server does not have.
 func TestResolveMissingCluster(t *testing.T) {
-	srv := mgmt.Start(t, mgmt.Options{})
+	srv := xdstest.NewServer(t, xdstest.Options{})
 	srv.Set(chain("c-missing")...)
 	bs := writeBootstrap(t, srv.Addr())
 
@@ -81,10 +81,10 @@ func TestResolveMissingCluster(t *testing.T) {
 // TestResolveTimeout gives up when the tree is incomplete at --timeout and
 // says what it was still waiting for.
 func TestResolveTimeout(t *testing.T) {
-	srv := mgmt.Start(t, mgmt.Options{})
+	srv := xdstest.NewServer(t, xdstest.Options{})
 	// No RouteConfiguration: RDS responses just leave it out, so it stays
 	// awaited until the 15 s does-not-exist timer.
-	srv.Set(mgmt.R("listener.example", xdsbuild.Listener("listener.example", "route-1")))
+	srv.Set(xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route-1")))
 	bs := writeBootstrap(t, srv.Addr())
 
 	r := runSync(t, "resolve", "--bootstrap", bs, "--timeout", "300ms", "listener.example")
@@ -105,7 +105,7 @@ func TestResolveTimeout(t *testing.T) {
 
 // TestResolveUnreachable fails at once when the server cannot be reached.
 func TestResolveUnreachable(t *testing.T) {
-	srv := mgmt.Start(t, mgmt.Options{})
+	srv := xdstest.NewServer(t, xdstest.Options{})
 	bs := writeBootstrap(t, srv.Addr())
 	srv.Stop()
 

@@ -7,7 +7,7 @@ import (
 
 	listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 
-	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
+	"github.com/xdsengine/xdsengine/xdstest"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/types/lds"
@@ -16,8 +16,8 @@ import (
 // TestWatch follows one Listener through an update, a NACKed update and a
 // deletion, then stops as on SIGINT.
 func TestWatch(t *testing.T) {
-	srv := mgmt.Start(t, mgmt.Options{})
-	srv.Set(mgmt.R("listener.example", xdsbuild.Listener("listener.example", "route-1")))
+	srv := xdstest.NewServer(t, xdstest.Options{})
+	srv.Set(xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route-1")))
 	bs := writeBootstrap(t, srv.Addr())
 
 	b := runBackground(t, "watch", "--bootstrap", bs, "lds", "listener.example")
@@ -33,14 +33,14 @@ func TestWatch(t *testing.T) {
 	}
 
 	// 2. A new version.
-	srv.Update(lds.TypeURL, mgmt.R("listener.example", xdsbuild.Listener("listener.example", "route-2")))
+	srv.Update(lds.TypeURL, xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route-2")))
 	at = waitFor(t, &b.stdout, at,
 		`UPDATE Listener "listener.example" version="2" state=ACKED`,
 		`"routeConfigName": "route-2"`)
 
 	// 3. An invalid version is NACKed: an ambient error, the last good
 	// version stays.
-	srv.Update(lds.TypeURL, mgmt.R("listener.example", &listenerpb.Listener{Name: "listener.example"}))
+	srv.Update(lds.TypeURL, xdstest.R("listener.example", &listenerpb.Listener{Name: "listener.example"}))
 	at = waitFor(t, &b.stdout, at,
 		`AMBIENT ERROR Listener "listener.example" version="2" state=NACKED failed_version="3"`+"\n",
 		`INVALID_ARGUMENT: Listener resource "listener.example": `,
@@ -48,7 +48,7 @@ func TestWatch(t *testing.T) {
 		"(node ID: "+testNodeID+")\n")
 
 	// 4. The next good version is printed as usual.
-	srv.Update(lds.TypeURL, mgmt.R("listener.example", xdsbuild.Listener("listener.example", "route-4")))
+	srv.Update(lds.TypeURL, xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route-4")))
 	waitFor(t, &b.stdout, at, `version="4" state=ACKED`, `"routeConfigName": "route-4"`)
 
 	if code := b.stop(t); code != exitOK {
@@ -64,8 +64,8 @@ func TestWatch(t *testing.T) {
 // name the bootstrap has no authority for, and a cluster that does not
 // exist.
 func TestWatchResourceError(t *testing.T) {
-	srv := mgmt.Start(t, mgmt.Options{})
-	srv.Set(mgmt.R("c1", xdsbuild.Cluster("c1", "eds-1")))
+	srv := xdstest.NewServer(t, xdstest.Options{})
+	srv.Set(xdstest.R("c1", xdsbuild.Cluster("c1", "eds-1")))
 	bs := writeBootstrap(t, srv.Addr())
 
 	b := runBackground(t, "watch", "--bootstrap", bs, "--resource-timeout", "200ms",
@@ -81,8 +81,8 @@ func TestWatchResourceError(t *testing.T) {
 
 // TestWatchVerbose sends the engine's logs to stderr.
 func TestWatchVerbose(t *testing.T) {
-	srv := mgmt.Start(t, mgmt.Options{})
-	srv.Set(mgmt.R("listener.example", xdsbuild.Listener("listener.example", "route-1")))
+	srv := xdstest.NewServer(t, xdstest.Options{})
+	srv.Set(xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route-1")))
 	bs := writeBootstrap(t, srv.Addr())
 
 	b := runBackground(t, "watch", "lds", "listener.example", "--v", "--bootstrap", bs)

@@ -16,7 +16,7 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/graph"
-	"github.com/xdsengine/xdsengine/internal/controlplane"
+	"github.com/xdsengine/xdsengine/xdstest"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/builtin"
@@ -36,25 +36,25 @@ func run(ctx context.Context, out io.Writer) error {
 	defer cancel()
 
 	// Two management servers with disjoint resources.
-	srvA, err := controlplane.Start(controlplane.Options{Name: "A"})
+	srvA, err := xdstest.Start(xdstest.Options{Name: "A"})
 	if err != nil {
 		return err
 	}
 	defer srvA.Close()
 	srvA.Set(
-		controlplane.R("shop.example.com", xdsbuild.Listener("shop.example.com", "shop-routes")),
-		controlplane.R("shop-routes", xdsbuild.RouteConfig("shop-routes", "backend")),
-		controlplane.R("backend-endpoints", xdsbuild.ClusterLoadAssignment("backend-endpoints",
+		xdstest.R("shop.example.com", xdsbuild.Listener("shop.example.com", "shop-routes")),
+		xdstest.R("shop-routes", xdsbuild.RouteConfig("shop-routes", "backend")),
+		xdstest.R("backend-endpoints", xdsbuild.ClusterLoadAssignment("backend-endpoints",
 			xdsbuild.Locality{Zone: "a", Endpoints: []string{"10.0.0.1:8080", "10.0.0.2:8080"}})),
-		controlplane.R("backend-canary-endpoints", xdsbuild.ClusterLoadAssignment("backend-canary-endpoints",
+		xdstest.R("backend-canary-endpoints", xdsbuild.ClusterLoadAssignment("backend-canary-endpoints",
 			xdsbuild.Locality{Zone: "b", Endpoints: []string{"10.0.1.1:8080"}})),
 	)
-	srvB, err := controlplane.Start(controlplane.Options{Name: "B"})
+	srvB, err := xdstest.Start(xdstest.Options{Name: "B"})
 	if err != nil {
 		return err
 	}
 	defer srvB.Close()
-	srvB.Set(controlplane.R("backend", xdsbuild.Cluster("backend", "backend-endpoints")))
+	srvB.Set(xdstest.R("backend", xdsbuild.Cluster("backend", "backend-endpoints")))
 
 	// One engine per server. Each is a complete xDS client with its own
 	// ADS stream, cache and error handling.
@@ -125,7 +125,7 @@ func run(ctx context.Context, out io.Writer) error {
 	// A change on B alone: the cluster moves to the canary endpoints. The
 	// graph subscribes to the new ClusterLoadAssignment on A, drops the
 	// old one, and delivers once the new one has arrived.
-	srvB.Update(cds.TypeURL, controlplane.R("backend", xdsbuild.Cluster("backend", "backend-canary-endpoints")))
+	srvB.Update(cds.TypeURL, xdstest.R("backend", xdsbuild.Cluster("backend", "backend-canary-endpoints")))
 	if err := next("server B: cluster backend now uses EDS backend-canary-endpoints\ngraph (server, resource):"); err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func run(ctx context.Context, out io.Writer) error {
 }
 
 // askedFor returns the names of the types srv received requests for.
-func askedFor(reg *registry.Registry, srv *controlplane.Server) []string {
+func askedFor(reg *registry.Registry, srv *xdstest.Server) []string {
 	var names []string
 	for _, req := range srv.Requests() {
 		t, _ := reg.Lookup(req.GetTypeUrl())

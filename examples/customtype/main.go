@@ -14,7 +14,7 @@ import (
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
-	"github.com/xdsengine/xdsengine/internal/controlplane"
+	"github.com/xdsengine/xdsengine/xdstest"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/builtin"
 )
@@ -41,13 +41,13 @@ func run(ctx context.Context, out io.Writer) error {
 
 	// The management server: go-control-plane on 127.0.0.1, serving the
 	// policy under our own type URL.
-	srv, err := controlplane.Start(controlplane.Options{Name: "ratelimit"})
+	srv, err := xdstest.Start(xdstest.Options{Name: "ratelimit"})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
 	// As serves the Struct under our type URL rather than Struct's own.
-	srv.Set(controlplane.R("checkout", policy("ratelimit-service", 100, "second")).As(TypeURL))
+	srv.Set(xdstest.R("checkout", policy("ratelimit-service", 100, "second")).As(TypeURL))
 	fmt.Fprintf(out, "server: version %s of policy \"checkout\": 100 per second\n", srv.Version())
 
 	// The client: the built-in types plus ours. Keeping the built-ins lets
@@ -107,7 +107,7 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 
 	// 2. An update. Update names the type URL, so no As here.
-	srv.Update(TypeURL, controlplane.R("checkout", policy("ratelimit-service", 20, "minute")))
+	srv.Update(TypeURL, xdstest.R("checkout", policy("ratelimit-service", 20, "minute")))
 	fmt.Fprintf(out, "\nserver: version %s: 20 per minute\n", srv.Version())
 	if ev, err = next(); err != nil {
 		return err
@@ -121,7 +121,7 @@ func run(ctx context.Context, out io.Writer) error {
 	// 3. An invalid update: the engine NACKs it. The policy was valid
 	// before, so by default (gRFC A88) the watcher keeps it and hears of
 	// the problem as an ambient error.
-	srv.Update(TypeURL, controlplane.R("checkout", policy("ratelimit-service", 0, "fortnight")))
+	srv.Update(TypeURL, xdstest.R("checkout", policy("ratelimit-service", 0, "fortnight")))
 	fmt.Fprintf(out, "\nserver: version %s: 0 per fortnight (invalid)\n", srv.Version())
 	if ev, err = next(); err != nil {
 		return err
@@ -141,7 +141,7 @@ func run(ctx context.Context, out io.Writer) error {
 
 	// What the server's operator sees: a NACK that repeats the last
 	// accepted version and names the failing resource.
-	nack, err := srv.WaitForRequest(ctx, controlplane.IsNACK(TypeURL))
+	nack, err := srv.WaitForRequest(ctx, xdstest.IsNACK(TypeURL))
 	if err != nil {
 		return err
 	}

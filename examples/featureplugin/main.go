@@ -16,7 +16,7 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
-	"github.com/xdsengine/xdsengine/internal/controlplane"
+	"github.com/xdsengine/xdsengine/xdstest"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/cds"
@@ -167,13 +167,13 @@ func run(ctx context.Context, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 
-	srv, err := controlplane.Start(controlplane.Options{Name: "xds"})
+	srv, err := xdstest.Start(xdstest.Options{Name: "xds"})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
 	good := xdsbuild.Cluster("backend", "backend-endpoints")
-	srv.Set(controlplane.R("backend", good))
+	srv.Set(xdstest.R("backend", good))
 
 	// "xds_v3" is in both lists because real bootstrap files have it; the
 	// engine ignores names it does not know, as the format requires.
@@ -222,7 +222,7 @@ func run(ctx context.Context, out io.Writer) error {
 	// type's validator rejects it, and both clients NACK version 2.
 	bad := xdsbuild.Cluster("backend", "backend-endpoints")
 	bad.LbPolicy = clusterpb.Cluster_MAGLEV
-	srv.Update(cds.TypeURL, controlplane.R("backend", bad))
+	srv.Update(cds.TypeURL, xdstest.R("backend", bad))
 	if err := step("server: version 2, lb_policy MAGLEV (invalid)"); err != nil {
 		return err
 	}
@@ -234,7 +234,7 @@ func run(ctx context.Context, out io.Writer) error {
 	// The server fixes its mistake by sending version 1's cluster again.
 	// The default client still holds it, so only its ambient error clears;
 	// the other gets the cluster back.
-	srv.Update(cds.TypeURL, controlplane.R("backend", good))
+	srv.Update(cds.TypeURL, xdstest.R("backend", good))
 	if err := step("server: version 3, the valid cluster again"); err != nil {
 		return err
 	}

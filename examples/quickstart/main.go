@@ -18,7 +18,7 @@ import (
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/graph"
-	"github.com/xdsengine/xdsengine/internal/controlplane"
+	"github.com/xdsengine/xdsengine/xdstest"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/builtin"
@@ -47,16 +47,16 @@ const (
 // configuration is what a management server serves: a listener routed
 // to cluster "backend", whose two localities' endpoints are LEDS
 // collections.
-func configuration(z1, z2 []string) []controlplane.Resource {
-	return []controlplane.Resource{
-		controlplane.R(listenerName, xdsbuild.Listener(listenerName, "route-1")),
-		controlplane.R("route-1", xdsbuild.RouteConfig("route-1", "backend")),
-		controlplane.R("backend", xdsbuild.Cluster("backend", "backend-endpoints")),
-		controlplane.R("backend-endpoints", xdsbuild.ClusterLoadAssignment("backend-endpoints",
+func configuration(z1, z2 []string) []xdstest.Resource {
+	return []xdstest.Resource{
+		xdstest.R(listenerName, xdsbuild.Listener(listenerName, "route-1")),
+		xdstest.R("route-1", xdsbuild.RouteConfig("route-1", "backend")),
+		xdstest.R("backend", xdsbuild.Cluster("backend", "backend-endpoints")),
+		xdstest.R("backend-endpoints", xdsbuild.ClusterLoadAssignment("backend-endpoints",
 			xdsbuild.Locality{Zone: "z1", Collection: collectionZ1},
 			xdsbuild.Locality{Zone: "z2", Collection: collectionZ2})),
-		controlplane.Wrapped(collectionZ1, xdsbuild.Collection(z1...)),
-		controlplane.Wrapped(collectionZ2, xdsbuild.Collection(z2...)),
+		xdstest.Wrapped(collectionZ1, xdsbuild.Collection(z1...)),
+		xdstest.Wrapped(collectionZ2, xdsbuild.Collection(z2...)),
 	}
 }
 
@@ -68,12 +68,12 @@ func run(ctx context.Context, out io.Writer) error {
 
 	// 1. Two management servers: the fallback knows other endpoints, so
 	// it is visible which one the data comes from.
-	primary, err := controlplane.Start(controlplane.Options{Name: "primary"})
+	primary, err := xdstest.Start(xdstest.Options{Name: "primary"})
 	if err != nil {
 		return err
 	}
 	defer primary.Close()
-	fallback, err := controlplane.Start(controlplane.Options{Name: "fallback"})
+	fallback, err := xdstest.Start(xdstest.Options{Name: "fallback"})
 	if err != nil {
 		return err
 	}
@@ -157,8 +157,8 @@ func run(ctx context.Context, out io.Writer) error {
 
 	// 4. An update on the primary: one endpoint more in z2, and nothing
 	// else changes.
-	primary.Update(leds(), controlplane.Wrapped(collectionZ1, xdsbuild.Collection("10.0.1.1:8080")),
-		controlplane.Wrapped(collectionZ2, xdsbuild.Collection("10.0.2.1:8080", "10.0.2.2:8080", "10.0.2.3:8080")))
+	primary.Update(leds(), xdstest.Wrapped(collectionZ1, xdsbuild.Collection("10.0.1.1:8080")),
+		xdstest.Wrapped(collectionZ2, xdsbuild.Collection("10.0.2.1:8080", "10.0.2.2:8080", "10.0.2.3:8080")))
 	if g, err = await("the update", withEndpoints("10.0.1.1:8080", "10.0.2.1:8080", "10.0.2.2:8080", "10.0.2.3:8080")); err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ import (
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/graph"
-	"github.com/xdsengine/xdsengine/internal/controlplane"
+	"github.com/xdsengine/xdsengine/xdstest"
 	"github.com/xdsengine/xdsengine/internal/testutil/tcpproxy"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/builtin"
@@ -265,7 +265,7 @@ func newHarness(t *testing.T, cfg soakConfig) *harness {
 		name string
 		tag  int
 	}{{"primary", tagPrimary}, {"fallback", tagFallback}} {
-		cp, err := controlplane.Start(controlplane.Options{Name: s.name, CountOnly: true, Logf: h.logs.eventf})
+		cp, err := xdstest.Start(xdstest.Options{Name: s.name, CountOnly: true, Logf: h.logs.eventf})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/xdsengine/xdsengine/internal/controlplane"
+	"github.com/xdsengine/xdsengine/xdstest"
 	"github.com/xdsengine/xdsengine/internal/testutil/tcpproxy"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/registry"
@@ -120,8 +120,8 @@ type contentFaults struct {
 
 // build returns the resources of kind, published by the server tagged
 // tag, in generation gen (route targets follow rdsGen).
-func build(kind, tag, gen, rdsGen int, f contentFaults) []controlplane.Resource {
-	var out []controlplane.Resource
+func build(kind, tag, gen, rdsGen int, f contentFaults) []xdstest.Resource {
+	var out []xdstest.Resource
 	stat := fmt.Sprintf("t%d-g%d", tag, gen)
 	port := func(j, k int) string {
 		return fmt.Sprintf("10.%d.%d.%d:%d", tag, j, k, 1024+gen%60000)
@@ -194,9 +194,9 @@ func build(kind, tag, gen, rdsGen int, f contentFaults) []controlplane.Resource 
 			msg = coll
 		}
 		if kind == kindLEDS {
-			out = append(out, controlplane.Wrapped(name, msg))
+			out = append(out, xdstest.Wrapped(name, msg))
 		} else {
-			out = append(out, controlplane.R(name, msg))
+			out = append(out, xdstest.R(name, msg))
 		}
 	}
 	return out
@@ -218,7 +218,7 @@ type world struct {
 type server struct {
 	name  string
 	tag   int
-	cp    *controlplane.Server
+	cp    *xdstest.Server
 	proxy *tcpproxy.Proxy
 	// Content faults; guarded by world.mu.
 	faults contentFaults
@@ -231,7 +231,7 @@ type server struct {
 }
 
 // resourcesLocked returns what s publishes of kind now.
-func (w *world) resourcesLocked(s *server, kind int) []controlplane.Resource {
+func (w *world) resourcesLocked(s *server, kind int) []xdstest.Resource {
 	tag, f := s.tag, s.faults
 	if w.final {
 		tag, f = tagFinal, contentFaults{}
@@ -241,7 +241,7 @@ func (w *world) resourcesLocked(s *server, kind int) []controlplane.Resource {
 
 // setLocked publishes every kind on s (one version for all).
 func (w *world) setLocked(s *server) {
-	var all []controlplane.Resource
+	var all []xdstest.Resource
 	for k := range numKinds {
 		all = append(all, w.resourcesLocked(s, k)...)
 	}
@@ -311,7 +311,7 @@ func TestWorldResources(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s not in the builtin registry", kindNames[k])
 		}
-		decode := func(r controlplane.Resource) error {
+		decode := func(r xdstest.Resource) error {
 			raw, err := proto.Marshal(r.Message)
 			if err != nil {
 				t.Fatal(err)

@@ -37,7 +37,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const xdstpName = "xdstp://mgmt.example/envoy.config.cluster.v3.Cluster/backend"
+const xdstpName = "xdstp://xdstest.example/envoy.config.cluster.v3.Cluster/backend"
 
 func ads() *corepb.ConfigSource {
 	return &corepb.ConfigSource{ConfigSourceSpecifier: &corepb.ConfigSource_Ads{Ads: &corepb.AggregatedConfigSource{}}}
@@ -196,13 +196,13 @@ var validCases = []validCase{
 	{
 		name: "xdstp name with service name",
 		in: edit(edsCluster(xdstpName), func(c *clusterpb.Cluster) {
-			c.EdsClusterConfig.ServiceName = "xdstp://mgmt.example/envoy.config.endpoint.v3.ClusterLoadAssignment/backend"
+			c.EdsClusterConfig.ServiceName = "xdstp://xdstest.example/envoy.config.endpoint.v3.ClusterLoadAssignment/backend"
 		}),
 		want: cds.Cluster{
-			Name: xdstpName, Kind: cds.KindEDS, EDSServiceName: "xdstp://mgmt.example/envoy.config.endpoint.v3.ClusterLoadAssignment/backend",
+			Name: xdstpName, Kind: cds.KindEDS, EDSServiceName: "xdstp://xdstest.example/envoy.config.endpoint.v3.ClusterLoadAssignment/backend",
 			LBPolicy: roundRobin, MaxRequests: cds.DefaultMaxRequests,
 		},
-		wantDeps: []registry.Ref{edsRef("xdstp://mgmt.example/envoy.config.endpoint.v3.ClusterLoadAssignment/backend")},
+		wantDeps: []registry.Ref{edsRef("xdstp://xdstest.example/envoy.config.endpoint.v3.ClusterLoadAssignment/backend")},
 	},
 	{
 		name: "logical DNS with least request",

@@ -25,8 +25,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const (
 	clusterName = "backend"
-	ledsA       = "xdstp://mgmt.example/envoy.config.endpoint.v3.LbEndpointCollection/backend/zone-a"
-	ledsB       = "xdstp://mgmt.example/envoy.config.endpoint.v3.LbEndpointCollection/backend/zone-b"
+	ledsA       = "xdstp://xdstest.example/envoy.config.endpoint.v3.LbEndpointCollection/backend/zone-a"
+	ledsB       = "xdstp://xdstest.example/envoy.config.endpoint.v3.LbEndpointCollection/backend/zone-b"
 )
 
 func socketAddress(ip string, port uint32) *corepb.Address {
@@ -314,8 +314,8 @@ var invalidCases = []invalidCase{
 	},
 	{
 		name:    "LEDS glob collection",
-		in:      cla(ledsLocality("a", 0, "xdstp://mgmt.example/envoy.config.endpoint.v3.LbEndpoint/backend/*")),
-		wantErr: `endpoints[0].leds_cluster_locality_config.leds_collection_name: "xdstp://mgmt.example/envoy.config.endpoint.v3.LbEndpoint/backend/*" names a glob collection`,
+		in:      cla(ledsLocality("a", 0, "xdstp://xdstest.example/envoy.config.endpoint.v3.LbEndpoint/backend/*")),
+		wantErr: `endpoints[0].leds_cluster_locality_config.leds_collection_name: "xdstp://xdstest.example/envoy.config.endpoint.v3.LbEndpoint/backend/*" names a glob collection`,
 	},
 	{
 		name:    "LEDS collection name empty",
@@ -475,7 +475,7 @@ func FuzzDecode(f *testing.F) {
 // locality's LEDS config is ignored and its lb_endpoints are used, even
 // a config A95 would reject.
 func TestIgnoreLEDS(t *testing.T) {
-	l := ledsLocality("z", 0, "xdstp://mgmt.example/envoy.config.endpoint.v3.LbEndpoint/backend/*")
+	l := ledsLocality("z", 0, "xdstp://xdstest.example/envoy.config.endpoint.v3.LbEndpoint/backend/*")
 	l.LbEndpoints = []*endpointpb.LbEndpoint{lbEndpoint("10.0.0.1", 80)}
 	raw := marshal(t, cla(l))
 	if _, err := eds.Type.Decode(raw, registry.DecodeOptions{}); err == nil {

@@ -47,7 +47,7 @@ func Example_decode() {
 	// The engine passes the name of the discovery Resource wrapper, since
 	// the collection itself has none.
 	res, err := leds.Type.Decode(exampleCollection(), registry.DecodeOptions{
-		WrapperName: "xdstp://mgmt.example/envoy.config.endpoint.v3.LbEndpointCollection/svc/zone-a",
+		WrapperName: "xdstp://xdstest.example/envoy.config.endpoint.v3.LbEndpointCollection/svc/zone-a",
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -58,7 +58,7 @@ func Example_decode() {
 		fmt.Println(ep.Address, ep.Weight, ep.HealthStatus, ep.Usable())
 	}
 	// Output:
-	// xdstp://mgmt.example/envoy.config.endpoint.v3.LbEndpointCollection/svc/zone-a
+	// xdstp://xdstest.example/envoy.config.endpoint.v3.LbEndpointCollection/svc/zone-a
 	// 10.0.0.1:8080 1 UNKNOWN true
 	// 10.0.0.2:8080 1 DRAINING false
 }
@@ -71,7 +71,7 @@ func ExampleWatch() {
 		w.OnResourceChanged(res.Resource, err, func() {})
 		return func() {}
 	})
-	cancel := leds.Watch(src, "xdstp://mgmt.example/envoy.config.endpoint.v3.LbEndpointCollection/svc/zone-a",
+	cancel := leds.Watch(src, "xdstp://xdstest.example/envoy.config.endpoint.v3.LbEndpointCollection/svc/zone-a",
 		engine.TypedWatcherFuncs[*leds.LbEndpointCollection]{
 			ResourceChanged: func(c *leds.LbEndpointCollection, err error, done func()) {
 				defer done()

@@ -23,7 +23,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const collName = "xdstp://mgmt.example/envoy.config.endpoint.v3.LbEndpointCollection/svc-a/locality-1"
+const collName = "xdstp://xdstest.example/envoy.config.endpoint.v3.LbEndpointCollection/svc-a/locality-1"
 
 var named = registry.DecodeOptions{WrapperName: collName}
 

@@ -18,7 +18,7 @@ import (
 	"github.com/xdsengine/xdsengine/csds"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/graph"
-	"github.com/xdsengine/xdsengine/internal/controlplane"
+	"github.com/xdsengine/xdsengine/xdstest"
 	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/builtin"
@@ -36,16 +36,16 @@ func main() {
 }
 
 func run(ctx context.Context, addr string) error {
-	cp, err := controlplane.Start(controlplane.Options{Logf: log.Printf})
+	cp, err := xdstest.Start(xdstest.Options{Logf: log.Printf})
 	if err != nil {
 		return err
 	}
 	defer cp.Close()
 	cp.Set(
-		controlplane.R("listener.example", xdsbuild.Listener("listener.example", "route.example")),
-		controlplane.R("route.example", xdsbuild.RouteConfig("route.example", "cluster.example")),
-		controlplane.R("cluster.example", xdsbuild.Cluster("cluster.example", "endpoints.example")),
-		controlplane.R("endpoints.example", xdsbuild.ClusterLoadAssignment("endpoints.example",
+		xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route.example")),
+		xdstest.R("route.example", xdsbuild.RouteConfig("route.example", "cluster.example")),
+		xdstest.R("cluster.example", xdsbuild.Cluster("cluster.example", "endpoints.example")),
+		xdstest.R("endpoints.example", xdsbuild.ClusterLoadAssignment("endpoints.example",
 			xdsbuild.Locality{Zone: "zone-a", Endpoints: []string{"127.0.0.1:8080", "127.0.0.1:8081"}})),
 	)
 

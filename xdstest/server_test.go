@@ -1,4 +1,4 @@
-package mgmt_test
+package xdstest_test
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/xdsengine/xdsengine/internal/testutil/mgmt"
+	"github.com/xdsengine/xdsengine/xdstest"
 )
 
 func TestMain(m *testing.M) {
@@ -40,14 +40,14 @@ const (
 	// unservedURL is a type the tests never give resources.
 	unservedURL = "type.googleapis.com/example.custom.v1.Unserved"
 
-	ledsName = "xdstp://mgmt.example/envoy.config.endpoint.v3.LbEndpointCollection/svc-a/locality-1"
+	ledsName = "xdstp://xdstest.example/envoy.config.endpoint.v3.LbEndpointCollection/svc-a/locality-1"
 )
 
-func listener(name string) mgmt.Resource { return mgmt.R(name, &listenerpb.Listener{Name: name}) }
-func cluster(name string) mgmt.Resource  { return mgmt.R(name, &clusterpb.Cluster{Name: name}) }
+func listener(name string) xdstest.Resource { return xdstest.R(name, &listenerpb.Listener{Name: name}) }
+func cluster(name string) xdstest.Resource  { return xdstest.R(name, &clusterpb.Cluster{Name: name}) }
 
-func thing(name string) mgmt.Resource {
-	return mgmt.R(name, wrapperspb.String(name)).As(thingURL)
+func thing(name string) xdstest.Resource {
+	return xdstest.R(name, wrapperspb.String(name)).As(thingURL)
 }
 
 // collection is an LbEndpointCollection with one inline endpoint on port.
@@ -117,11 +117,11 @@ func ctxT(t *testing.T) context.Context {
 // four types (built-in, LEDS, custom) and to one the server has nothing
 // for, ACK, get an Update of one type only.
 func TestSubscribeACKUpdate(t *testing.T) {
-	s := mgmt.Start(t, mgmt.Options{Name: "main"})
+	s := xdstest.NewServer(t, xdstest.Options{Name: "main"})
 	s.Set(
 		listener("l1"),
 		cluster("c1"),
-		mgmt.Wrapped(ledsName, collection(t, 8080)),
+		xdstest.Wrapped(ledsName, collection(t, 8080)),
 		thing("t1"),
 	)
 	c := mustOpen(t, dial(t, s.Addr()), "node-a")
@@ -145,7 +145,7 @@ func TestSubscribeACKUpdate(t *testing.T) {
 		c.ack(r)
 	}
 	for tu := range got {
-		if _, err := s.WaitForRequest(ctxT(t), mgmt.IsACK(tu, "1")); err != nil {
+		if _, err := s.WaitForRequest(ctxT(t), xdstest.IsACK(tu, "1")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -192,18 +192,18 @@ func TestWrapping(t *testing.T) {
 	coll := collection(t, 9090)
 	tests := []struct {
 		name        string
-		res         mgmt.Resource
+		res         xdstest.Resource
 		typeURL     string
 		wantWrapped bool
 		inner       proto.Message // decoded payload, compared with res.Message
 	}{
-		{"LEDS wrapped", mgmt.Wrapped(ledsName, coll), ledsURL, true, &endpointpb.LbEndpointCollection{}},
-		{"custom wrapped", mgmt.Wrapped("t1", wrapperspb.String("payload")).As(thingURL), thingURL, true, &wrapperspb.StringValue{}},
+		{"LEDS wrapped", xdstest.Wrapped(ledsName, coll), ledsURL, true, &endpointpb.LbEndpointCollection{}},
+		{"custom wrapped", xdstest.Wrapped("t1", wrapperspb.String("payload")).As(thingURL), thingURL, true, &wrapperspb.StringValue{}},
 		{"listener plain", listener("l1"), ldsURL, false, &listenerpb.Listener{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := mgmt.Start(t, mgmt.Options{})
+			s := xdstest.NewServer(t, xdstest.Options{})
 			s.Set(tc.res)
 			c := mustOpen(t, dial(t, s.Addr()), "node-w")
 			c.subscribe(tc.typeURL, "", tc.res.Name)
@@ -260,7 +260,7 @@ func TestNACKParking(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := mgmt.Start(t, mgmt.Options{})
+			s := xdstest.NewServer(t, xdstest.Options{})
 			s.Set(listener("l1"))
 			c := mustOpen(t, dial(t, s.Addr()), "node-n")
 			c.subscribe(ldsURL, "", "l1")
@@ -277,7 +277,7 @@ func TestNACKParking(t *testing.T) {
 			}
 			before := len(s.Responses())
 			c.nack(bad, lastGood)
-			nack, err := s.WaitForRequest(ctxT(t), mgmt.IsNACK(ldsURL))
+			nack, err := s.WaitForRequest(ctxT(t), xdstest.IsNACK(ldsURL))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -307,14 +307,14 @@ func TestNACKParking(t *testing.T) {
 func TestDeletion(t *testing.T) {
 	tests := []struct {
 		typeURL string
-		make    func(string) mgmt.Resource
+		make    func(string) xdstest.Resource
 	}{
 		{ldsURL, listener},
 		{cdsURL, cluster},
 	}
 	for _, tc := range tests {
 		t.Run(tc.typeURL, func(t *testing.T) {
-			s := mgmt.Start(t, mgmt.Options{})
+			s := xdstest.NewServer(t, xdstest.Options{})
 			s.Set(tc.make("a"), tc.make("b"))
 			c := mustOpen(t, dial(t, s.Addr()), "node-d")
 			c.subscribe(tc.typeURL, "", "a", "b")
@@ -344,7 +344,7 @@ func TestDeletion(t *testing.T) {
 // Restart a reconnecting client gets the current state, unchanged or
 // changed while down.
 func TestStopRestart(t *testing.T) {
-	s := mgmt.Start(t, mgmt.Options{Name: "restart"})
+	s := xdstest.NewServer(t, xdstest.Options{Name: "restart"})
 	addr := s.Addr()
 	s.Set(listener("l1"))
 	cc := dial(t, addr)
@@ -405,14 +405,14 @@ func TestStopRestart(t *testing.T) {
 // TestSilentUntilSet: before any Set, subscriptions are not answered
 // (except types an Update named), and the stream stays up.
 func TestSilentUntilSet(t *testing.T) {
-	s := mgmt.Start(t, mgmt.Options{})
+	s := xdstest.NewServer(t, xdstest.Options{})
 	c := mustOpen(t, dial(t, s.Addr()), "node-s")
 	c.subscribe(ldsURL, "", "l1")
 	c.subscribe(thingURL, "", "t1")
 	c.expectNone(100 * time.Millisecond)
 
 	// Update serves resources without TypeURL under the named type.
-	s.Update(thingURL, mgmt.R("t1", wrapperspb.String("t1")))
+	s.Update(thingURL, xdstest.R("t1", wrapperspb.String("t1")))
 	r := c.expectOne(thingURL)
 	if got := names(t, r); r.GetVersionInfo() != "1" || !slices.Equal(got, []string{"t1"}) {
 		t.Fatalf("thing: version %q resources %v", r.GetVersionInfo(), got)
@@ -434,7 +434,7 @@ func TestSilentUntilSet(t *testing.T) {
 
 // TestAllNodesShareState: the state is the same whatever the node ID.
 func TestAllNodesShareState(t *testing.T) {
-	s := mgmt.Start(t, mgmt.Options{})
+	s := xdstest.NewServer(t, xdstest.Options{})
 	s.Set(cluster("c1"))
 	cc := dial(t, s.Addr())
 	for _, node := range []string{"node-1", "node-2", ""} {
@@ -452,7 +452,7 @@ func TestAllNodesShareState(t *testing.T) {
 // TestCloseAndPortReuse: Close ends open streams with Unavailable and frees
 // the port for a fresh server at the same address.
 func TestCloseAndPortReuse(t *testing.T) {
-	s := mgmt.Start(t, mgmt.Options{Name: "first"})
+	s := xdstest.NewServer(t, xdstest.Options{Name: "first"})
 	s.Set(listener("l1"))
 	c := mustOpen(t, dial(t, s.Addr()), "node-c")
 	c.subscribe(ldsURL, "", "l1")
@@ -468,7 +468,7 @@ func TestCloseAndPortReuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := strconv.Atoi(port)
-	s2 := mgmt.Start(t, mgmt.Options{Name: "second", Port: p})
+	s2 := xdstest.NewServer(t, xdstest.Options{Name: "second", Port: p})
 	if s2.Addr() != s.Addr() {
 		t.Fatalf("Addr() = %s, want %s", s2.Addr(), s.Addr())
 	}
@@ -483,7 +483,7 @@ func TestCloseAndPortReuse(t *testing.T) {
 // TestWaitForRequestSeesPast: requests that arrived before the call count,
 // and a context deadline ends the wait.
 func TestWaitForRequestSeesPast(t *testing.T) {
-	s := mgmt.Start(t, mgmt.Options{})
+	s := xdstest.NewServer(t, xdstest.Options{})
 	c := mustOpen(t, dial(t, s.Addr()), "node-p")
 	c.subscribe(cdsURL, "", "c1")
 	if _, err := s.WaitForRequest(ctxT(t), func(r *discoverypb.DiscoveryRequest) bool { return r.GetTypeUrl() == cdsURL }); err != nil {
@@ -496,20 +496,20 @@ func TestWaitForRequestSeesPast(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := s.WaitForRequest(ctx, mgmt.IsNACK(cdsURL)); err == nil {
+	if _, err := s.WaitForRequest(ctx, xdstest.IsNACK(cdsURL)); err == nil {
 		t.Fatal("WaitForRequest for a NACK that never comes succeeded")
 	}
 }
 
 // TestSetPanics: programming errors in a test are reported at the call.
 func TestSetPanics(t *testing.T) {
-	s := mgmt.Start(t, mgmt.Options{})
+	s := xdstest.NewServer(t, xdstest.Options{})
 	tests := []struct {
 		name string
 		f    func()
 	}{
-		{"no name", func() { s.Set(mgmt.R("", &listenerpb.Listener{})) }},
-		{"no message", func() { s.Set(mgmt.Resource{Name: "x"}) }},
+		{"no name", func() { s.Set(xdstest.R("", &listenerpb.Listener{})) }},
+		{"no message", func() { s.Set(xdstest.Resource{Name: "x"}) }},
 		{"duplicate", func() { s.Set(listener("a"), listener("a")) }},
 		{"Update type mismatch", func() { s.Update(ldsURL, thing("t")) }},
 		{"Update without type", func() { s.Update("", listener("a")) }},
@@ -543,7 +543,7 @@ func errorNames(r *discoverypb.DiscoveryResponse) []string {
 // TP3 errors at once, in full-state and other types alike, never with the
 // resource in the same response; clearing them serves the resources again.
 func TestResourceErrors(t *testing.T) {
-	s := mgmt.Start(t, mgmt.Options{})
+	s := xdstest.NewServer(t, xdstest.Options{})
 	s.Set(listener("a"), listener("b"), thing("x"), thing("y"))
 	c := mustOpen(t, dial(t, s.Addr()), "node-e")
 	c.subscribe(ldsURL, "", "a", "b")
@@ -600,7 +600,7 @@ func TestResourceErrors(t *testing.T) {
 
 // TestCountOnly: counts are kept, messages are not.
 func TestCountOnly(t *testing.T) {
-	s := mgmt.Start(t, mgmt.Options{CountOnly: true})
+	s := xdstest.NewServer(t, xdstest.Options{CountOnly: true})
 	s.Set(listener("a"))
 	c := mustOpen(t, dial(t, s.Addr()), "node-c")
 	c.subscribe(ldsURL, "", "a")
@@ -612,7 +612,7 @@ func TestCountOnly(t *testing.T) {
 	for s.Counts().Requests < 3 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	want := mgmt.Counts{Requests: 3, NACKs: 1, Responses: 2, StreamsOpened: 1}
+	want := xdstest.Counts{Requests: 3, NACKs: 1, Responses: 2, StreamsOpened: 1}
 	if got := s.Counts(); got != want {
 		t.Errorf("Counts() = %+v, want %+v", got, want)
 	}

@@ -1,4 +1,4 @@
-package controlplane
+package xdstest
 
 import (
 	"sync"

@@ -1,4 +1,4 @@
-package controlplane
+package xdstest
 
 import (
 	"fmt"
@@ -175,14 +175,14 @@ func groupByType(server, wantTypeURL string, resources []Resource) map[string]ma
 	out := make(map[string]map[string]types.ResourceWithTTL)
 	for i, r := range resources {
 		if r.Message == nil {
-			panic(fmt.Sprintf("mgmt %s: resource %d (%q) has no Message", server, i, r.Name))
+			panic(fmt.Sprintf("xdstest %s: resource %d (%q) has no Message", server, i, r.Name))
 		}
 		if r.Name == "" {
-			panic(fmt.Sprintf("mgmt %s: resource %d (%s) has no Name", server, i, typeURLOf(r.Message)))
+			panic(fmt.Sprintf("xdstest %s: resource %d (%s) has no Name", server, i, typeURLOf(r.Message)))
 		}
 		tu := r.typeURL()
 		if wantTypeURL != "" && r.TypeURL != "" && tu != wantTypeURL {
-			panic(fmt.Sprintf("mgmt %s: Update(%s) got resource %q with TypeURL %s", server, wantTypeURL, r.Name, tu))
+			panic(fmt.Sprintf("xdstest %s: Update(%s) got resource %q with TypeURL %s", server, wantTypeURL, r.Name, tu))
 		}
 		if wantTypeURL != "" {
 			// Update names the type; a resource without TypeURL is served
@@ -195,7 +195,7 @@ func groupByType(server, wantTypeURL string, resources []Resource) map[string]ma
 			out[tu] = m
 		}
 		if _, dup := m[r.Name]; dup {
-			panic(fmt.Sprintf("mgmt %s: duplicate resource %q of type %s", server, r.Name, tu))
+			panic(fmt.Sprintf("xdstest %s: duplicate resource %q of type %s", server, r.Name, tu))
 		}
 		if r.Wrap {
 			ttl := wrapTTL

@@ -1,25 +1,31 @@
-// Package controlplane runs go-control-plane's real ADS management server
-// on loopback, embedded in a program: the quickstart, the examples and
-// (through package testutil/mgmt) the end-to-end tests.
+// Package xdstest runs go-control-plane's real ADS management server on
+// loopback, embedded in a test or a program, so that code that uses xDS
+// (through this module's engine, or gRPC's own client) can be tested
+// against a real server: the quickstart, the examples and this module's
+// end-to-end tests use it.
 //
 // A test starts a server, gives it resources, points the client under test
-// at [Server.Addr], and asserts on what the client received and on what the
-// server observed:
+// at it ([Server.Bootstrap] writes a gRPC bootstrap, [Server.ServerConfig]
+// the entry of one), and asserts on what the client received and on what
+// the server observed:
 //
-//	s, err := controlplane.Start(controlplane.Options{Name: "primary"})
+//	s := xdstest.NewServer(t, xdstest.Options{Name: "primary"}) // closed when the test ends
 //	s.Set(
-//		controlplane.R("listener-1", listener),
-//		controlplane.R("cluster-1", cluster),
-//		controlplane.Wrapped(ledsName, collection),            // LbEndpointCollection has no name field
-//		controlplane.R("thing-1", payload).As(customTypeURL), // any proto under any type URL
+//		xdstest.R("listener-1", listener),
+//		xdstest.R("cluster-1", cluster),
+//		xdstest.Wrapped(ledsName, collection),            // LbEndpointCollection has no name field
+//		xdstest.R("thing-1", payload).As(customTypeURL), // any proto under any type URL
 //	)
-//	// ... start the client on s.Addr(), wait for its watchers ...
-//	s.WaitForRequest(ctx, controlplane.IsACK(listenerTypeURL, "1"))
-//	s.Update(clusterTypeURL, controlplane.R("cluster-1", changed)) // version "2", CDS only
-//	s.Stop()    // client streams fail with Unavailable; the port stays bound
-//	s.Restart() // client reconnects and gets the current resources
+//	bs, _ := bootstrap.Parse(s.Bootstrap(xdstest.BootstrapOptions{}))
+//	// ... start the client with bs, wait for its watchers ...
+//	s.WaitForRequest(ctx, xdstest.IsACK(listenerTypeURL, "1"))
+//	s.Update(clusterTypeURL, xdstest.R("cluster-1", changed)) // version "2", CDS only
+//	s.CutConnections() // as a network failure: streams fail, the client reconnects
+//	s.Stop()           // client streams fail with Unavailable; the port stays bound
+//	s.Restart()        // client reconnects and gets the current resources
 //
-// Close ends every goroutine of the server.
+// A program uses [Start] and [Server.Close] instead of NewServer. Close
+// ends every goroutine of the server.
 //
 // # State of the world
 //
@@ -79,4 +85,4 @@
 // Clients should use a short reconnect backoff in tests (gRPC's default
 // starts at one second), e.g. grpc.WithConnectParams with a 20 ms base
 // delay.
-package controlplane
+package xdstest

@@ -1,4 +1,4 @@
-package controlplane
+package xdstest
 
 import (
 	"net"
@@ -65,6 +65,19 @@ func (l *gatedListener) stop() {
 		// Connections the server already closed return an error here.
 		c.Close()
 	}
+}
+
+// cut closes all handed-out connections, as a network failure would, and
+// keeps accepting new ones.
+func (l *gatedListener) cut() int {
+	l.mu.Lock()
+	conns := l.conns
+	l.conns = nil
+	l.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+	return len(conns)
 }
 
 // restart hands new connections to the server again.

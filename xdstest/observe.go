@@ -1,4 +1,4 @@
-package controlplane
+package xdstest
 
 import (
 	"context"
@@ -208,7 +208,7 @@ func (s *Server) WaitForRequest(ctx context.Context, pred func(*discoverypb.Disc
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("mgmt %s: no matching request among %d: %w", s.name, next, ctx.Err())
+			return nil, fmt.Errorf("xdstest %s: no matching request among %d: %w", s.name, next, ctx.Err())
 		}
 	}
 }
@@ -249,7 +249,7 @@ func (s *Server) WaitForOpenStreams(ctx context.Context, n int) error {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return fmt.Errorf("mgmt %s: %d open streams, want %d: %w", s.name, open, n, ctx.Err())
+			return fmt.Errorf("xdstest %s: %d open streams, want %d: %w", s.name, open, n, ctx.Err())
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package controlplane
+package xdstest
 
 import (
 	"context"
@@ -208,7 +208,7 @@ func (s *Server) Set(resources ...Resource) {
 // is set and differs from typeURL.
 func (s *Server) Update(typeURL string, resources ...Resource) {
 	if typeURL == "" {
-		panic(fmt.Sprintf("mgmt %s: Update with empty type URL", s.name))
+		panic(fmt.Sprintf("xdstest %s: Update with empty type URL", s.name))
 	}
 	rs := groupByType(s.name, typeURL, resources)[typeURL]
 	s.setMu.Lock()
@@ -255,7 +255,7 @@ func (s *Server) publish(snap *snapshot) {
 	// full, which cannot happen: each watch is answered at most once and
 	// has a buffer of one.
 	if err := s.cache.SetSnapshot(context.Background(), allNodes{}.ID(nil), served); err != nil {
-		panic(fmt.Sprintf("mgmt %s: SetSnapshot: %v", s.name, err))
+		panic(fmt.Sprintf("xdstest %s: SetSnapshot: %v", s.name, err))
 	}
 }
 
@@ -276,12 +276,12 @@ func (s *Server) publish(snap *snapshot) {
 // status: TP3 errors are errors.
 func (s *Server) SetResourceErrors(typeURL string, errs map[string]*rpcstatus.Status) {
 	if typeURL == "" {
-		panic(fmt.Sprintf("mgmt %s: SetResourceErrors with empty type URL", s.name))
+		panic(fmt.Sprintf("xdstest %s: SetResourceErrors with empty type URL", s.name))
 	}
 	clone := make(map[string]*rpcstatus.Status, len(errs))
 	for name, st := range errs {
 		if st.GetCode() == 0 {
-			panic(fmt.Sprintf("mgmt %s: SetResourceErrors: %q has an OK status; TP3 errors are errors", s.name, name))
+			panic(fmt.Sprintf("xdstest %s: SetResourceErrors: %q has an OK status; TP3 errors are errors", s.name, name))
 		}
 		clone[name] = proto.Clone(st).(*rpcstatus.Status)
 	}
@@ -333,6 +333,16 @@ func (s *Server) Stop() {
 		s.logf("control plane %s: Stop: streams still open: %v", s.name, err)
 	}
 	s.logf("control plane %s: stopped", s.name)
+}
+
+// CutConnections closes every client connection at once, as a network
+// failure would, while the server keeps running: clients see their
+// streams fail with codes.Unavailable and reconnect on their own backoff.
+// It returns the number of connections cut.
+func (s *Server) CutConnections() int {
+	n := s.lis.cut()
+	s.logf("control plane %s: cut %d connections", s.name, n)
+	return n
 }
 
 // Restart serves again on the same address with the resources as they are

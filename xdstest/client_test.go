@@ -1,4 +1,4 @@
-package mgmt_test
+package xdstest_test
 
 import (
 	"context"

@@ -1,0 +1,82 @@
+package xdstest_test
+
+import (
+	"slices"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/xdstest"
+)
+
+func TestBootstrapParses(t *testing.T) {
+	primary := xdstest.NewServer(t, xdstest.Options{Name: "primary"})
+	fallback := xdstest.NewServer(t, xdstest.Options{Name: "fallback"})
+	tests := []struct {
+		desc       string
+		opts       xdstest.BootstrapOptions
+		wantNode   string
+		wantURIs   []string
+		wantFeatur []string
+	}{
+		{"defaults", xdstest.BootstrapOptions{}, xdstest.DefaultNodeID, []string{primary.Addr()}, nil},
+		{"node and features", xdstest.BootstrapOptions{NodeID: "n7", ServerFeatures: []string{"fail_on_data_errors"}},
+			"n7", []string{primary.Addr()}, []string{"fail_on_data_errors"}},
+		{"fallback", xdstest.BootstrapOptions{Fallback: []*xdstest.Server{fallback}}, xdstest.DefaultNodeID,
+			[]string{primary.Addr(), fallback.Addr()}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			bs, err := bootstrap.Parse(primary.Bootstrap(tt.opts))
+			if err != nil {
+				t.Fatalf("bootstrap.Parse: %v", err)
+			}
+			if bs.Node.ID != tt.wantNode {
+				t.Errorf("node ID %q, want %q", bs.Node.ID, tt.wantNode)
+			}
+			var uris []string
+			for _, s := range bs.Servers {
+				uris = append(uris, s.URI)
+				if !slices.Equal(s.ServerFeatures, tt.wantFeatur) {
+					t.Errorf("server %s features %v, want %v", s.URI, s.ServerFeatures, tt.wantFeatur)
+				}
+				if len(s.ChannelCreds) != 1 || s.ChannelCreds[0].Type != "insecure" {
+					t.Errorf("server %s channel creds %+v, want insecure", s.URI, s.ChannelCreds)
+				}
+			}
+			if !slices.Equal(uris, tt.wantURIs) {
+				t.Errorf("servers %v, want %v", uris, tt.wantURIs)
+			}
+		})
+	}
+	if got := primary.ServerConfig("ignore_resource_deletion"); got.URI != primary.Addr() || !slices.Equal(got.ServerFeatures, []string{"ignore_resource_deletion"}) {
+		t.Errorf("ServerConfig = %+v", got)
+	}
+}
+
+// TestCutConnections: open streams fail as on a network failure, and the
+// server keeps serving: the client's next stream gets the resources.
+func TestCutConnections(t *testing.T) {
+	s := xdstest.NewServer(t, xdstest.Options{Name: "cut"})
+	s.Set(listener("l1"))
+	cc := dial(t, s.Addr())
+	c := mustOpen(t, cc, "node-c")
+	c.subscribe(ldsURL, "", "l1")
+	c.ack(c.expectOne(ldsURL))
+	if err := s.WaitForOpenStreams(ctxT(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.CutConnections(); n != 1 {
+		t.Errorf("CutConnections() = %d, want 1", n)
+	}
+	if err := c.streamErr(); status.Code(err) != codes.Unavailable {
+		t.Fatalf("stream ended with %v, want code Unavailable", err)
+	}
+	c = mustOpen(t, cc, "node-c")
+	c.subscribe(ldsURL, "", "l1")
+	if got := names(t, c.expectOne(ldsURL)); !slices.Equal(got, []string{"l1"}) {
+		t.Fatalf("after the cut: resources %v, want [l1]", got)
+	}
+}

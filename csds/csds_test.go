@@ -23,11 +23,10 @@ import (
 	"github.com/xdsengine/xdsengine/csds"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
-	"github.com/xdsengine/xdsengine/xdstest"
 	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
-	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/lds"
+	"github.com/xdsengine/xdsengine/xdstest"
 )
 
 func TestMain(m *testing.M) {
@@ -183,10 +182,10 @@ func wantStatus(t *testing.T, g *statuspb.ClientConfig_GenericXdsConfig, want ad
 // serveTree serves a valid LDS → RDS → CDS → EDS tree for listenerName.
 func serveTree(srv *xdstest.Server) {
 	srv.Set(
-		xdstest.R(listenerName, xdsbuild.Listener(listenerName, "route.example")),
-		xdstest.R("route.example", xdsbuild.RouteConfig("route.example", "cluster.example")),
-		xdstest.R("cluster.example", xdsbuild.Cluster("cluster.example", "endpoints.example")),
-		xdstest.R("endpoints.example", xdsbuild.ClusterLoadAssignment("endpoints.example", xdsbuild.Locality{Zone: "a", Endpoints: []string{"127.0.0.1:8080"}})),
+		xdstest.R(listenerName, xdstest.Listener(listenerName, "route.example")),
+		xdstest.R("route.example", xdstest.RouteConfig("route.example", "cluster.example")),
+		xdstest.R("cluster.example", xdstest.Cluster("cluster.example", "endpoints.example")),
+		xdstest.R("endpoints.example", xdstest.ClusterLoadAssignment("endpoints.example", xdstest.Locality{Zone: "a", Endpoints: []string{"127.0.0.1:8080"}})),
 	)
 }
 
@@ -248,7 +247,7 @@ func TestFetchAndStream(t *testing.T) {
 
 	// Version 2 changes the listener: the engine tells watchers only of
 	// resources whose bytes changed.
-	srv.Set(xdstest.R(listenerName, xdsbuild.Listener(listenerName, "route-2.example")))
+	srv.Set(xdstest.R(listenerName, xdstest.Listener(listenerName, "route-2.example")))
 	if ev := rec.NextChanged(t); ev.Err != nil {
 		t.Fatalf("watcher got %v, want version 2", ev)
 	}
@@ -277,8 +276,8 @@ func TestFetchAndStream(t *testing.T) {
 func TestPool(t *testing.T) {
 	srv := xdstest.NewServer(t, xdstest.Options{})
 	srv.Set(
-		xdstest.R("a.example", xdsbuild.Listener("a.example", "route.example")),
-		xdstest.R("b.example", xdsbuild.Listener("b.example", "route.example")),
+		xdstest.R("a.example", xdstest.Listener("a.example", "route.example")),
+		xdstest.R("b.example", xdstest.Listener("b.example", "route.example")),
 	)
 	pool, err := engine.NewPool(engineConfig(srv.Addr(), "", nil))
 	if err != nil {
@@ -345,7 +344,7 @@ func TestConsistentWithWatchers(t *testing.T) {
 	// it, version 1.
 	acked := func(t *testing.T) (*xdstest.Server, *watchrec.Recorder, statuspb.ClientStatusDiscoveryServiceClient) {
 		srv := xdstest.NewServer(t, xdstest.Options{})
-		srv.Set(xdstest.R(listenerName, xdsbuild.Listener(listenerName, "route.example")))
+		srv.Set(xdstest.R(listenerName, xdstest.Listener(listenerName, "route.example")))
 		e := newEngine(t, srv.Addr(), target, nil)
 		rec := watchrec.NewHolding()
 		t.Cleanup(e.Watch(lds.TypeURL, listenerName, rec))
@@ -385,7 +384,7 @@ func TestConsistentWithWatchers(t *testing.T) {
 		// LDS is full state: a response without the listener deletes it.
 		// A88 keeps the cached listener in use and reports NOT_FOUND as
 		// ambient.
-		srv.Set(xdstest.R("other.example", xdsbuild.Listener("other.example", "route.example")))
+		srv.Set(xdstest.R("other.example", xdstest.Listener("other.example", "route.example")))
 		ev := rec.NextAmbient(t)
 		defer ev.Done()
 		if status.Code(ev.Err) != codes.NotFound {
@@ -399,7 +398,7 @@ func TestConsistentWithWatchers(t *testing.T) {
 
 	t.Run("does-not-exist timer", func(t *testing.T) {
 		srv := xdstest.NewServer(t, xdstest.Options{})
-		srv.Set(xdstest.R("other.example", xdsbuild.Listener("other.example", "route.example")))
+		srv.Set(xdstest.R("other.example", xdstest.Listener("other.example", "route.example")))
 		e := newEngine(t, srv.Addr(), target, func(c *engine.Config) { c.ResourceTimeout = 200 * time.Millisecond })
 		client, _ := serveCSDS(t, csds.ForEngine(e), false)
 		rec := watchrec.NewHolding()

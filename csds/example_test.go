@@ -14,10 +14,9 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/csds"
 	"github.com/xdsengine/xdsengine/engine"
-	"github.com/xdsengine/xdsengine/xdstest"
-	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/lds"
+	"github.com/xdsengine/xdsengine/xdstest"
 )
 
 // ExampleRegister serves the CSDS of an engine on an admin gRPC server and
@@ -30,7 +29,7 @@ func ExampleRegister() {
 		log.Fatal(err)
 	}
 	defer cp.Close()
-	cp.Set(xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route.example")))
+	cp.Set(xdstest.R("listener.example", xdstest.Listener("listener.example", "route.example")))
 
 	e, err := engine.New(engine.Config{
 		Bootstrap: &bootstrap.Bootstrap{

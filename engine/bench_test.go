@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"github.com/xdsengine/xdsengine/xdstest"
 	"strconv"
 	"testing"
 	"time"
@@ -14,7 +15,6 @@ import (
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
-	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/eds"
 )
@@ -22,9 +22,9 @@ import (
 // bigAssignment is an EDS resource of 10 localities × 1,000 endpoints;
 // salt changes one port so that successive versions differ.
 func bigAssignment(salt int) *anypb.Any {
-	var locs []xdsbuild.Locality
+	var locs []xdstest.Locality
 	for l := 0; l < 10; l++ {
-		loc := xdsbuild.Locality{Zone: "z" + strconv.Itoa(l)}
+		loc := xdstest.Locality{Zone: "z" + strconv.Itoa(l)}
 		for i := 0; i < 1000; i++ {
 			port := 1000 + i
 			if l == 0 && i == 0 {
@@ -34,7 +34,7 @@ func bigAssignment(salt int) *anypb.Any {
 		}
 		locs = append(locs, loc)
 	}
-	a, err := anypb.New(xdsbuild.ClusterLoadAssignment("big", locs...))
+	a, err := anypb.New(xdstest.ClusterLoadAssignment("big", locs...))
 	if err != nil {
 		panic(err)
 	}

@@ -7,12 +7,11 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/graph"
-	"github.com/xdsengine/xdsengine/xdstest"
-	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/types/lds"
+	"github.com/xdsengine/xdsengine/xdstest"
 )
 
 // ExampleWatch resolves a listener down to its endpoints.
@@ -23,11 +22,11 @@ func ExampleWatch() {
 	}
 	defer cp.Close()
 	cp.Set(
-		xdstest.R("api.example", xdsbuild.Listener("api.example", "api-routes")),
-		xdstest.R("api-routes", xdsbuild.RouteConfig("api-routes", "api-backend")),
-		xdstest.R("api-backend", xdsbuild.Cluster("api-backend", "api-endpoints")),
-		xdstest.R("api-endpoints", xdsbuild.ClusterLoadAssignment("api-endpoints",
-			xdsbuild.Locality{Zone: "a", Endpoints: []string{"10.0.0.1:443", "10.0.0.2:443"}})),
+		xdstest.R("api.example", xdstest.Listener("api.example", "api-routes")),
+		xdstest.R("api-routes", xdstest.RouteConfig("api-routes", "api-backend")),
+		xdstest.R("api-backend", xdstest.Cluster("api-backend", "api-endpoints")),
+		xdstest.R("api-endpoints", xdstest.ClusterLoadAssignment("api-endpoints",
+			xdstest.Locality{Zone: "a", Endpoints: []string{"10.0.0.1:443", "10.0.0.2:443"}})),
 	)
 	reg := builtin.Registry()
 	e, err := engine.New(engine.Config{

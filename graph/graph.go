@@ -60,9 +60,12 @@ func (g *Graph) Walk(visit func(depth int, n *Node)) {
 
 // String renders the graph as an indented tree, one resource a line: its
 // type, its name and, when its Resource implements fmt.Stringer, a
-// summary; a resource's ambient error follows on a line of its own.
+// summary; a resource's ambient error follows on a line of its own. An
+// outage of a server, which every resource from that server shares, is
+// shown once, under the first resource it affects.
 func (g *Graph) String() string {
 	var b strings.Builder
+	shown := map[string]bool{}
 	var walk func(ref registry.Ref, prefix string, last, top bool)
 	walk = func(ref registry.Ref, prefix string, last, top bool) {
 		n := g.Nodes[ref]
@@ -81,8 +84,9 @@ func (g *Graph) String() string {
 			b.WriteString(": " + s.String())
 		}
 		b.WriteByte('\n')
-		if n.Ambient != nil {
-			fmt.Fprintf(&b, "%s%s  ! %v\n", prefix, childPrefix, n.Ambient)
+		if note := ambientNote(n.Ambient); note != "" && !shown[note] {
+			shown[note] = true
+			fmt.Fprintf(&b, "%s%s  ! %s\n", prefix, childPrefix, note)
 		}
 		for i, d := range n.Deps {
 			walk(d, prefix+childPrefix, i == len(n.Deps)-1, false)
@@ -133,13 +137,7 @@ func (g *Graph) ResolutionNote(ref registry.Ref) string {
 		if !related[n.Ref] || n.Ambient == nil {
 			return
 		}
-		note := n.Ambient.Error()
-		var e *engine.Error
-		if errors.As(n.Ambient, &e) && e.Kind == engine.KindConnectivity {
-			server := *e
-			server.TypeURL, server.Name = "", ""
-			note = server.Error()
-		}
+		note := ambientNote(n.Ambient)
 		if !slices.Contains(notes, note) {
 			notes = append(notes, note)
 		}
@@ -148,6 +146,22 @@ func (g *Graph) ResolutionNote(ref registry.Ref) string {
 		return "xDS node ID: " + g.nodeID
 	}
 	return strings.Join(notes, "; ")
+}
+
+// ambientNote is how an ambient error is shown: a server's outage without
+// the name of the resource it was reported for, since it is every
+// resource's from that server; "" for none.
+func ambientNote(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *engine.Error
+	if errors.As(err, &e) && e.Kind == engine.KindConnectivity {
+		server := *e
+		server.TypeURL, server.Name = "", ""
+		return server.Error()
+	}
+	return err.Error()
 }
 
 func (g *Graph) reaches(from, to registry.Ref) bool {

@@ -24,6 +24,11 @@
 //	s.Stop()           // client streams fail with Unavailable; the port stays bound
 //	s.Restart()        // client reconnects and gets the current resources
 //
+// [Listener], [RouteConfig], [Cluster], [ClusterLoadAssignment] and
+// [Collection] build small resources that gRPC's validation accepts: an
+// API listener on RDS, a route to one cluster, an EDS cluster, endpoints
+// by locality (inline or in LEDS collections).
+//
 // A program uses [Start] and [Server.Close] instead of NewServer. Close
 // ends every goroutine of the server.
 //

@@ -18,11 +18,10 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/csds"
 	"github.com/xdsengine/xdsengine/engine"
-	"github.com/xdsengine/xdsengine/xdstest"
-	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/lds"
 	"github.com/xdsengine/xdsengine/types/rds"
+	"github.com/xdsengine/xdsengine/xdstest"
 )
 
 // checkListenerConfig checks that g is listener.example, ACKED at
@@ -44,7 +43,7 @@ func checkListenerConfig(t *testing.T, g *statuspb.ClientConfig_GenericXdsConfig
 
 func TestDumpBootstrap(t *testing.T) {
 	srv := xdstest.NewServer(t, xdstest.Options{})
-	srv.Set(xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route-1")))
+	srv.Set(xdstest.R("listener.example", xdstest.Listener("listener.example", "route-1")))
 	bs := writeBootstrap(t, srv.Addr())
 
 	start := time.Now()
@@ -73,7 +72,7 @@ func TestDumpBootstrap(t *testing.T) {
 // still awaited on stderr; the bootstrap comes from the environment.
 func TestDumpWaitPasses(t *testing.T) {
 	srv := xdstest.NewServer(t, xdstest.Options{})
-	srv.Set(xdstest.R("route-1", xdsbuild.RouteConfig("route-1", "c1")))
+	srv.Set(xdstest.R("route-1", xdstest.RouteConfig("route-1", "c1")))
 	t.Setenv(bootstrap.EnvFile, "")
 	t.Setenv(bootstrap.EnvConfig, bootstrapJSON(srv.Addr()))
 
@@ -160,7 +159,7 @@ func ackOfRoute(srv *xdstest.Server, name string) func(*discoverypb.DiscoveryReq
 // service.
 func TestDumpCSDS(t *testing.T) {
 	srv := xdstest.NewServer(t, xdstest.Options{})
-	srv.Set(xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route-1")))
+	srv.Set(xdstest.R("listener.example", xdstest.Listener("listener.example", "route-1")))
 
 	// The "running client": an engine watching the listener, with a
 	// CSDS service.

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/xdsengine/xdsengine/xdstest"
-	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 )
 
 const collectionZ2 = "xdstp://endpoints.example/envoy.config.endpoint.v3.LbEndpointCollection/svc-1/z2"
@@ -15,13 +14,13 @@ const collectionZ2 = "xdstp://endpoints.example/envoy.config.endpoint.v3.LbEndpo
 // cluster.
 func chain(cluster string) []xdstest.Resource {
 	return []xdstest.Resource{
-		xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route-1")),
-		xdstest.R("route-1", xdsbuild.RouteConfig("route-1", cluster)),
-		xdstest.R("c1", xdsbuild.Cluster("c1", "eds-1")),
-		xdstest.R("eds-1", xdsbuild.ClusterLoadAssignment("eds-1",
-			xdsbuild.Locality{Zone: "z1", Endpoints: []string{"10.0.0.1:80"}},
-			xdsbuild.Locality{Zone: "z2", Collection: collectionZ2})),
-		xdstest.Wrapped(collectionZ2, xdsbuild.Collection("10.0.1.1:80", "[::1]:81")),
+		xdstest.R("listener.example", xdstest.Listener("listener.example", "route-1")),
+		xdstest.R("route-1", xdstest.RouteConfig("route-1", cluster)),
+		xdstest.R("c1", xdstest.Cluster("c1", "eds-1")),
+		xdstest.R("eds-1", xdstest.ClusterLoadAssignment("eds-1",
+			xdstest.Locality{Zone: "z1", Endpoints: []string{"10.0.0.1:80"}},
+			xdstest.Locality{Zone: "z2", Collection: collectionZ2})),
+		xdstest.Wrapped(collectionZ2, xdstest.Collection("10.0.1.1:80", "[::1]:81")),
 	}
 }
 
@@ -84,7 +83,7 @@ func TestResolveTimeout(t *testing.T) {
 	srv := xdstest.NewServer(t, xdstest.Options{})
 	// No RouteConfiguration: RDS responses just leave it out, so it stays
 	// awaited until the 15 s does-not-exist timer.
-	srv.Set(xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route-1")))
+	srv.Set(xdstest.R("listener.example", xdstest.Listener("listener.example", "route-1")))
 	bs := writeBootstrap(t, srv.Addr())
 
 	r := runSync(t, "resolve", "--bootstrap", bs, "--timeout", "300ms", "listener.example")

@@ -7,17 +7,16 @@ import (
 
 	listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 
-	"github.com/xdsengine/xdsengine/xdstest"
-	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/types/lds"
+	"github.com/xdsengine/xdsengine/xdstest"
 )
 
 // TestWatch follows one Listener through an update, a NACKed update and a
 // deletion, then stops as on SIGINT.
 func TestWatch(t *testing.T) {
 	srv := xdstest.NewServer(t, xdstest.Options{})
-	srv.Set(xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route-1")))
+	srv.Set(xdstest.R("listener.example", xdstest.Listener("listener.example", "route-1")))
 	bs := writeBootstrap(t, srv.Addr())
 
 	b := runBackground(t, "watch", "--bootstrap", bs, "lds", "listener.example")
@@ -33,7 +32,7 @@ func TestWatch(t *testing.T) {
 	}
 
 	// 2. A new version.
-	srv.Update(lds.TypeURL, xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route-2")))
+	srv.Update(lds.TypeURL, xdstest.R("listener.example", xdstest.Listener("listener.example", "route-2")))
 	at = waitFor(t, &b.stdout, at,
 		`UPDATE Listener "listener.example" version="2" state=ACKED`,
 		`"routeConfigName": "route-2"`)
@@ -48,7 +47,7 @@ func TestWatch(t *testing.T) {
 		"(node ID: "+testNodeID+")\n")
 
 	// 4. The next good version is printed as usual.
-	srv.Update(lds.TypeURL, xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route-4")))
+	srv.Update(lds.TypeURL, xdstest.R("listener.example", xdstest.Listener("listener.example", "route-4")))
 	waitFor(t, &b.stdout, at, `version="4" state=ACKED`, `"routeConfigName": "route-4"`)
 
 	if code := b.stop(t); code != exitOK {
@@ -65,7 +64,7 @@ func TestWatch(t *testing.T) {
 // exist.
 func TestWatchResourceError(t *testing.T) {
 	srv := xdstest.NewServer(t, xdstest.Options{})
-	srv.Set(xdstest.R("c1", xdsbuild.Cluster("c1", "eds-1")))
+	srv.Set(xdstest.R("c1", xdstest.Cluster("c1", "eds-1")))
 	bs := writeBootstrap(t, srv.Addr())
 
 	b := runBackground(t, "watch", "--bootstrap", bs, "--resource-timeout", "200ms",
@@ -82,7 +81,7 @@ func TestWatchResourceError(t *testing.T) {
 // TestWatchVerbose sends the engine's logs to stderr.
 func TestWatchVerbose(t *testing.T) {
 	srv := xdstest.NewServer(t, xdstest.Options{})
-	srv.Set(xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route-1")))
+	srv.Set(xdstest.R("listener.example", xdstest.Listener("listener.example", "route-1")))
 	bs := writeBootstrap(t, srv.Addr())
 
 	b := runBackground(t, "watch", "lds", "listener.example", "--v", "--bootstrap", bs)

@@ -16,12 +16,11 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/graph"
-	"github.com/xdsengine/xdsengine/xdstest"
-	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/types/lds"
+	"github.com/xdsengine/xdsengine/xdstest"
 )
 
 func main() {
@@ -42,19 +41,19 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	defer srvA.Close()
 	srvA.Set(
-		xdstest.R("shop.example.com", xdsbuild.Listener("shop.example.com", "shop-routes")),
-		xdstest.R("shop-routes", xdsbuild.RouteConfig("shop-routes", "backend")),
-		xdstest.R("backend-endpoints", xdsbuild.ClusterLoadAssignment("backend-endpoints",
-			xdsbuild.Locality{Zone: "a", Endpoints: []string{"10.0.0.1:8080", "10.0.0.2:8080"}})),
-		xdstest.R("backend-canary-endpoints", xdsbuild.ClusterLoadAssignment("backend-canary-endpoints",
-			xdsbuild.Locality{Zone: "b", Endpoints: []string{"10.0.1.1:8080"}})),
+		xdstest.R("shop.example.com", xdstest.Listener("shop.example.com", "shop-routes")),
+		xdstest.R("shop-routes", xdstest.RouteConfig("shop-routes", "backend")),
+		xdstest.R("backend-endpoints", xdstest.ClusterLoadAssignment("backend-endpoints",
+			xdstest.Locality{Zone: "a", Endpoints: []string{"10.0.0.1:8080", "10.0.0.2:8080"}})),
+		xdstest.R("backend-canary-endpoints", xdstest.ClusterLoadAssignment("backend-canary-endpoints",
+			xdstest.Locality{Zone: "b", Endpoints: []string{"10.0.1.1:8080"}})),
 	)
 	srvB, err := xdstest.Start(xdstest.Options{Name: "B"})
 	if err != nil {
 		return err
 	}
 	defer srvB.Close()
-	srvB.Set(xdstest.R("backend", xdsbuild.Cluster("backend", "backend-endpoints")))
+	srvB.Set(xdstest.R("backend", xdstest.Cluster("backend", "backend-endpoints")))
 
 	// One engine per server. Each is a complete xDS client with its own
 	// ADS stream, cache and error handling.
@@ -125,7 +124,7 @@ func run(ctx context.Context, out io.Writer) error {
 	// A change on B alone: the cluster moves to the canary endpoints. The
 	// graph subscribes to the new ClusterLoadAssignment on A, drops the
 	// old one, and delivers once the new one has arrived.
-	srvB.Update(cds.TypeURL, xdstest.R("backend", xdsbuild.Cluster("backend", "backend-canary-endpoints")))
+	srvB.Update(cds.TypeURL, xdstest.R("backend", xdstest.Cluster("backend", "backend-canary-endpoints")))
 	if err := next("server B: cluster backend now uses EDS backend-canary-endpoints\ngraph (server, resource):"); err != nil {
 		return err
 	}

@@ -16,10 +16,9 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
-	"github.com/xdsengine/xdsengine/xdstest"
-	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/cds"
+	"github.com/xdsengine/xdsengine/xdstest"
 )
 
 // failOnNACK is the feature. Only its Name is required; implementing
@@ -172,7 +171,7 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	defer srv.Close()
-	good := xdsbuild.Cluster("backend", "backend-endpoints")
+	good := xdstest.Cluster("backend", "backend-endpoints")
 	srv.Set(xdstest.R("backend", good))
 
 	// "xds_v3" is in both lists because real bootstrap files have it; the
@@ -220,7 +219,7 @@ func run(ctx context.Context, out io.Writer) error {
 
 	// MAGLEV is a load balancing policy gRPC does not support: the Cluster
 	// type's validator rejects it, and both clients NACK version 2.
-	bad := xdsbuild.Cluster("backend", "backend-endpoints")
+	bad := xdstest.Cluster("backend", "backend-endpoints")
 	bad.LbPolicy = clusterpb.Cluster_MAGLEV
 	srv.Update(cds.TypeURL, xdstest.R("backend", bad))
 	if err := step("server: version 2, lb_policy MAGLEV (invalid)"); err != nil {

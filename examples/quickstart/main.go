@@ -18,13 +18,12 @@ import (
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/graph"
-	"github.com/xdsengine/xdsengine/xdstest"
-	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/types/eds"
 	"github.com/xdsengine/xdsengine/types/lds"
+	"github.com/xdsengine/xdsengine/xdstest"
 )
 
 func main() {
@@ -49,14 +48,14 @@ const (
 // collections.
 func configuration(z1, z2 []string) []xdstest.Resource {
 	return []xdstest.Resource{
-		xdstest.R(listenerName, xdsbuild.Listener(listenerName, "route-1")),
-		xdstest.R("route-1", xdsbuild.RouteConfig("route-1", "backend")),
-		xdstest.R("backend", xdsbuild.Cluster("backend", "backend-endpoints")),
-		xdstest.R("backend-endpoints", xdsbuild.ClusterLoadAssignment("backend-endpoints",
-			xdsbuild.Locality{Zone: "z1", Collection: collectionZ1},
-			xdsbuild.Locality{Zone: "z2", Collection: collectionZ2})),
-		xdstest.Wrapped(collectionZ1, xdsbuild.Collection(z1...)),
-		xdstest.Wrapped(collectionZ2, xdsbuild.Collection(z2...)),
+		xdstest.R(listenerName, xdstest.Listener(listenerName, "route-1")),
+		xdstest.R("route-1", xdstest.RouteConfig("route-1", "backend")),
+		xdstest.R("backend", xdstest.Cluster("backend", "backend-endpoints")),
+		xdstest.R("backend-endpoints", xdstest.ClusterLoadAssignment("backend-endpoints",
+			xdstest.Locality{Zone: "z1", Collection: collectionZ1},
+			xdstest.Locality{Zone: "z2", Collection: collectionZ2})),
+		xdstest.Wrapped(collectionZ1, xdstest.Collection(z1...)),
+		xdstest.Wrapped(collectionZ2, xdstest.Collection(z2...)),
 	}
 }
 
@@ -152,13 +151,13 @@ func run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	say("resolved %s:\n%s", listenerName, indent(g.String()))
-	say("resolution note for cluster backend: %s", g.ResolutionNote(backend))
+	say("resolved %s", chain(g))
+	say("the whole graph:\n%s", indent(g.String()))
 
 	// 4. An update on the primary: one endpoint more in z2, and nothing
 	// else changes.
-	primary.Update(leds(), xdstest.Wrapped(collectionZ1, xdsbuild.Collection("10.0.1.1:8080")),
-		xdstest.Wrapped(collectionZ2, xdsbuild.Collection("10.0.2.1:8080", "10.0.2.2:8080", "10.0.2.3:8080")))
+	primary.Update(leds(), xdstest.Wrapped(collectionZ1, xdstest.Collection("10.0.1.1:8080")),
+		xdstest.Wrapped(collectionZ2, xdstest.Collection("10.0.2.1:8080", "10.0.2.2:8080", "10.0.2.3:8080")))
 	if g, err = await("the update", withEndpoints("10.0.1.1:8080", "10.0.2.1:8080", "10.0.2.2:8080", "10.0.2.3:8080")); err != nil {
 		return err
 	}
@@ -174,9 +173,9 @@ func run(ctx context.Context, out io.Writer) error {
 	if g, err = await("fallback endpoints", withEndpoints("10.9.1.1:8080", "10.9.2.1:8080")); err != nil {
 		return err
 	}
-	say("fallback took over the endpoints after %v: %v", time.Since(down).Round(time.Millisecond), endpoints(g))
-	say("resolved %s during the outage:\n%s", listenerName, indent(g.String()))
-	say("resolution note for cluster backend: %s", g.ResolutionNote(backend))
+	say("outage: %s", g.ResolutionNote(backend))
+	say("fallback took over the endpoints after %v: %v; listener, route and cluster stay in use from the cache",
+		time.Since(down).Round(time.Millisecond), endpoints(g))
 
 	// 6. The primary returns: its first response makes it active again
 	// and the fallback stream is closed (A71).
@@ -202,6 +201,18 @@ func run(ctx context.Context, out io.Writer) error {
 }
 
 var backend = registry.Ref{TypeURL: cds.TypeURL, Name: "backend"}
+
+// chain says what was resolved: the first resource at each depth, from
+// the listener down, then the endpoints.
+func chain(g *graph.Graph) string {
+	var steps []string
+	g.Walk(func(depth int, n *graph.Node) {
+		if depth == len(steps) && n.Ref.TypeURL != eds.TypeURL {
+			steps = append(steps, shortType(n.Ref.TypeURL)+" "+n.Ref.Name)
+		}
+	})
+	return strings.Join(steps, " → ") + fmt.Sprintf(" → endpoints %v", endpoints(g))
+}
 
 func leds() string { return "type.googleapis.com/envoy.config.endpoint.v3.LbEndpointCollection" }
 

@@ -26,11 +26,11 @@ func TestQuickstart(t *testing.T) {
 	for _, want := range []string{
 		"Listener quickstart.example: RDS route-1",
 		"LbEndpointCollection xdstp://endpoints.example/envoy.config.endpoint.v3.LbEndpointCollection/backend/z2: 2 endpoints",
-		"resolution note for cluster backend: xDS node ID: quickstart-node",
+		"resolved Listener quickstart.example → RouteConfiguration route-1 → Cluster backend → endpoints [10.0.1.1:8080 10.0.2.1:8080 10.0.2.2:8080]",
 		"endpoints now [10.0.1.1:8080 10.0.2.1:8080 10.0.2.2:8080 10.0.2.3:8080]",
 		"fallback took over the endpoints after",
 		"[10.9.1.1:8080 10.9.2.1:8080]",
-		"resolution note for cluster backend: xDS stream failed with no responses received",
+		"outage: xDS stream failed with no responses received",
 		"primary is back after",
 		"fallback stream closed",
 		"done",
@@ -38,5 +38,13 @@ func TestQuickstart(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+	// One line per outage: the primary's failure is every resource's, and
+	// is told once.
+	if n := strings.Count(out.String(), "xDS stream failed"); n != 1 {
+		t.Errorf("the outage is told %d times, want once", n)
+	}
+	if strings.Contains(out.String(), "resolution note") {
+		t.Error("output still speaks of a resolution note")
 	}
 }

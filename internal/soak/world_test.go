@@ -12,9 +12,7 @@ import (
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/xdsengine/xdsengine/xdstest"
 	"github.com/xdsengine/xdsengine/internal/testutil/tcpproxy"
-	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/cds"
@@ -22,6 +20,7 @@ import (
 	"github.com/xdsengine/xdsengine/types/lds"
 	"github.com/xdsengine/xdsengine/types/leds"
 	"github.com/xdsengine/xdsengine/types/rds"
+	"github.com/xdsengine/xdsengine/xdstest"
 )
 
 // The resources of the soak: listener-i → route-i → one of the clusters →
@@ -140,7 +139,7 @@ func build(kind, tag, gen, rdsGen int, f contentFaults) []xdstest.Resource {
 		var msg proto.Message
 		switch kind {
 		case kindLDS:
-			l := xdsbuild.Listener(name, routeName(idx))
+			l := xdstest.Listener(name, routeName(idx))
 			if bad {
 				// Only API listeners are supported by a client.
 				l = &listenerpb.Listener{Name: name}
@@ -151,7 +150,7 @@ func build(kind, tag, gen, rdsGen int, f contentFaults) []xdstest.Resource {
 			}
 			msg = l
 		case kindRDS:
-			rc := xdsbuild.RouteConfig(name, clusterName(routeTarget(idx, rdsGen)))
+			rc := xdstest.RouteConfig(name, clusterName(routeTarget(idx, rdsGen)))
 			rc.VirtualHosts[0].Name = stat
 			if bad {
 				// A virtual host must have domains.
@@ -159,7 +158,7 @@ func build(kind, tag, gen, rdsGen int, f contentFaults) []xdstest.Resource {
 			}
 			msg = rc
 		case kindCDS:
-			c := xdsbuild.Cluster(name, edsName(idx))
+			c := xdstest.Cluster(name, edsName(idx))
 			c.AltStatName = stat
 			if bad {
 				// gRPC clients support EDS, LOGICAL_DNS and aggregate clusters.
@@ -170,12 +169,12 @@ func build(kind, tag, gen, rdsGen int, f contentFaults) []xdstest.Resource {
 			}
 			msg = c
 		case kindEDS:
-			z1 := xdsbuild.Locality{Zone: "z1", Endpoints: []string{port(idx, 1)}}
+			z1 := xdstest.Locality{Zone: "z1", Endpoints: []string{port(idx, 1)}}
 			if bad {
 				// Priorities must be contiguous from 0; z2 has 0.
 				z1.Priority = 2
 			}
-			msg = xdsbuild.ClusterLoadAssignment(name, z1, xdsbuild.Locality{Zone: "z2", Collection: collectionName(idx)})
+			msg = xdstest.ClusterLoadAssignment(name, z1, xdstest.Locality{Zone: "z2", Collection: collectionName(idx)})
 		case kindLEDS:
 			eps := []string{port(idx, 2), port(idx, 3)}
 			if big {
@@ -184,7 +183,7 @@ func build(kind, tag, gen, rdsGen int, f contentFaults) []xdstest.Resource {
 					eps = append(eps, fmt.Sprintf("10.%d.%d.%d:%d", tag, 100+n/65536%100, n/256%256, 1+n%256))
 				}
 			}
-			coll := xdsbuild.Collection(eps...)
+			coll := xdstest.Collection(eps...)
 			if bad {
 				// A95 accepts only inline entries.
 				coll.Entries = append(coll.Entries, &xdscorepb.CollectionEntry{ResourceSpecifier: &xdscorepb.CollectionEntry_Locator{

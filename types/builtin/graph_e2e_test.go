@@ -15,8 +15,6 @@ import (
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/graph"
-	"github.com/xdsengine/xdsengine/xdstest"
-	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/cds"
@@ -24,6 +22,7 @@ import (
 	"github.com/xdsengine/xdsengine/types/lds"
 	"github.com/xdsengine/xdsengine/types/leds"
 	"github.com/xdsengine/xdsengine/types/rds"
+	"github.com/xdsengine/xdsengine/xdstest"
 )
 
 const collectionZ2 = "xdstp://endpoints.example/envoy.config.endpoint.v3.LbEndpointCollection/svc-1/z2"
@@ -61,14 +60,14 @@ func addrs(eps []eds.Endpoint) []string {
 	return out
 }
 
-func state(cluster, edsName string, claLocalities ...xdsbuild.Locality) []xdstest.Resource {
+func state(cluster, edsName string, claLocalities ...xdstest.Locality) []xdstest.Resource {
 	return []xdstest.Resource{
-		xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route-1")),
-		xdstest.R("route-1", xdsbuild.RouteConfig("route-1", cluster)),
-		xdstest.R("c1", xdsbuild.Cluster("c1", "eds-1")),
-		xdstest.R("c2", xdsbuild.Cluster("c2", "eds-2")),
-		xdstest.R("eds-1", xdsbuild.ClusterLoadAssignment("eds-1", claLocalities...)),
-		xdstest.R("eds-2", xdsbuild.ClusterLoadAssignment("eds-2", xdsbuild.Locality{Zone: "z1", Endpoints: []string{"10.0.2.1:80"}})),
+		xdstest.R("listener.example", xdstest.Listener("listener.example", "route-1")),
+		xdstest.R("route-1", xdstest.RouteConfig("route-1", cluster)),
+		xdstest.R("c1", xdstest.Cluster("c1", "eds-1")),
+		xdstest.R("c2", xdstest.Cluster("c2", "eds-2")),
+		xdstest.R("eds-1", xdstest.ClusterLoadAssignment("eds-1", claLocalities...)),
+		xdstest.R("eds-2", xdstest.ClusterLoadAssignment("eds-2", xdstest.Locality{Zone: "z1", Endpoints: []string{"10.0.2.1:80"}})),
 	}
 }
 
@@ -77,12 +76,12 @@ func state(cluster, edsName string, claLocalities ...xdsbuild.Locality) []xdstes
 // changes one piece at a time.
 func TestGraphEndToEnd(t *testing.T) {
 	srv := xdstest.NewServer(t, xdstest.Options{})
-	eds1 := []xdsbuild.Locality{
+	eds1 := []xdstest.Locality{
 		{Zone: "z1", Endpoints: []string{"10.0.0.1:80"}},
 		{Zone: "z2", Collection: collectionZ2},
 	}
 	srv.Set(append(state("c1", "eds-1", eds1...),
-		xdstest.Wrapped(collectionZ2, xdsbuild.Collection("10.0.1.1:80", "10.0.1.2:80")))...)
+		xdstest.Wrapped(collectionZ2, xdstest.Collection("10.0.1.1:80", "10.0.1.2:80")))...)
 
 	reg := builtin.Registry()
 	e, err := engine.New(engine.Config{
@@ -130,7 +129,7 @@ func TestGraphEndToEnd(t *testing.T) {
 	firstEDS := g.Node(edsRef).Decoded
 
 	// 2. An endpoint is added in the LEDS collection only.
-	srv.Update(leds.TypeURL, xdstest.Wrapped(collectionZ2, xdsbuild.Collection("10.0.1.1:80", "10.0.1.2:80", "10.0.1.3:80")))
+	srv.Update(leds.TypeURL, xdstest.Wrapped(collectionZ2, xdstest.Collection("10.0.1.1:80", "10.0.1.2:80", "10.0.1.3:80")))
 	g = nextGraph(t, ch)
 	if g.Node(edsRef).Decoded != firstEDS {
 		t.Fatal("the EDS resource changed, want only the collection to")
@@ -143,8 +142,8 @@ func TestGraphEndToEnd(t *testing.T) {
 	// 3. An invalid EDS update is NACKed; the graph keeps the last good
 	// tree and the NACK shows in the cluster's resolution note.
 	srv.Update(eds.TypeURL,
-		xdstest.R("eds-1", xdsbuild.ClusterLoadAssignment("eds-1", xdsbuild.Locality{Zone: "z1", Priority: 1, Endpoints: []string{"10.0.0.9:80"}})),
-		xdstest.R("eds-2", xdsbuild.ClusterLoadAssignment("eds-2", xdsbuild.Locality{Zone: "z1", Endpoints: []string{"10.0.2.1:80"}})))
+		xdstest.R("eds-1", xdstest.ClusterLoadAssignment("eds-1", xdstest.Locality{Zone: "z1", Priority: 1, Endpoints: []string{"10.0.0.9:80"}})),
+		xdstest.R("eds-2", xdstest.ClusterLoadAssignment("eds-2", xdstest.Locality{Zone: "z1", Endpoints: []string{"10.0.2.1:80"}})))
 	g = nextGraph(t, ch)
 	if g.Node(edsRef).Decoded != firstEDS {
 		t.Fatal("the NACKed EDS replaced the last good one")
@@ -165,7 +164,7 @@ func TestGraphEndToEnd(t *testing.T) {
 	// 4. The route points at a new cluster: the old subtree leaves the
 	// graph and is unsubscribed.
 	srv.Set(append(state("c2", "eds-1", eds1...),
-		xdstest.Wrapped(collectionZ2, xdsbuild.Collection("10.0.1.1:80")))...)
+		xdstest.Wrapped(collectionZ2, xdstest.Collection("10.0.1.1:80")))...)
 	g = nextGraph(t, ch)
 	for names(g) != "listener.example >route-1 >>c2 >>>eds-2" {
 		g = nextGraph(t, ch)
@@ -187,8 +186,8 @@ func TestGraphEndToEnd(t *testing.T) {
 
 func TestGraphString(t *testing.T) {
 	srv := xdstest.NewServer(t, xdstest.Options{})
-	srv.Set(append(state("c1", "eds-1", xdsbuild.Locality{Zone: "z1", Endpoints: []string{"10.0.0.1:80"}}, xdsbuild.Locality{Zone: "z2", Collection: collectionZ2}),
-		xdstest.Wrapped(collectionZ2, xdsbuild.Collection("10.0.1.1:80", "[::1]:81")))...)
+	srv.Set(append(state("c1", "eds-1", xdstest.Locality{Zone: "z1", Endpoints: []string{"10.0.0.1:80"}}, xdstest.Locality{Zone: "z2", Collection: collectionZ2}),
+		xdstest.Wrapped(collectionZ2, xdstest.Collection("10.0.1.1:80", "[::1]:81")))...)
 	reg := builtin.Registry()
 	e, err := engine.New(engine.Config{
 		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(srv.Addr())}, Node: bootstrap.Node{ID: "n"},

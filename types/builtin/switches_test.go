@@ -1,6 +1,7 @@
 package builtin_test
 
 import (
+	"github.com/xdsengine/xdsengine/xdstest"
 	"slices"
 	"testing"
 
@@ -13,7 +14,6 @@ import (
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
 	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
-	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/eds"
 	"github.com/xdsengine/xdsengine/types/leds"
@@ -60,7 +60,7 @@ func TestEndpointFallbackSwitch(t *testing.T) {
 			}
 
 			// A locality with both a LEDS collection and lb_endpoints.
-			cla := xdsbuild.ClusterLoadAssignment("c1", xdsbuild.Locality{Zone: "z1", Collection: collection, Endpoints: []string{"10.0.0.1:80"}})
+			cla := xdstest.ClusterLoadAssignment("c1", xdstest.Locality{Zone: "z1", Collection: collection, Endpoints: []string{"10.0.0.1:80"}})
 			a, err := anypb.New(cla)
 			if err != nil {
 				t.Fatal(err)

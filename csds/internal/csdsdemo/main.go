@@ -18,11 +18,10 @@ import (
 	"github.com/xdsengine/xdsengine/csds"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/graph"
-	"github.com/xdsengine/xdsengine/xdstest"
-	"github.com/xdsengine/xdsengine/internal/xdsbuild"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/lds"
+	"github.com/xdsengine/xdsengine/xdstest"
 )
 
 func main() {
@@ -42,11 +41,11 @@ func run(ctx context.Context, addr string) error {
 	}
 	defer cp.Close()
 	cp.Set(
-		xdstest.R("listener.example", xdsbuild.Listener("listener.example", "route.example")),
-		xdstest.R("route.example", xdsbuild.RouteConfig("route.example", "cluster.example")),
-		xdstest.R("cluster.example", xdsbuild.Cluster("cluster.example", "endpoints.example")),
-		xdstest.R("endpoints.example", xdsbuild.ClusterLoadAssignment("endpoints.example",
-			xdsbuild.Locality{Zone: "zone-a", Endpoints: []string{"127.0.0.1:8080", "127.0.0.1:8081"}})),
+		xdstest.R("listener.example", xdstest.Listener("listener.example", "route.example")),
+		xdstest.R("route.example", xdstest.RouteConfig("route.example", "cluster.example")),
+		xdstest.R("cluster.example", xdstest.Cluster("cluster.example", "endpoints.example")),
+		xdstest.R("endpoints.example", xdstest.ClusterLoadAssignment("endpoints.example",
+			xdstest.Locality{Zone: "zone-a", Endpoints: []string{"127.0.0.1:8080", "127.0.0.1:8081"}})),
 	)
 
 	reg := builtin.Registry()

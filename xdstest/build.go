@@ -1,4 +1,4 @@
-package xdsbuild
+package xdstest
 
 import (
 	"net"

@@ -26,6 +26,7 @@ type gatedListener struct {
 	mu      sync.Mutex
 	stopped bool
 	conns   []net.Conn // handed out since the last stop
+	refused int        // closed on arrival while stopped
 }
 
 func newGatedListener(l net.Listener) *gatedListener {
@@ -41,6 +42,7 @@ func (l *gatedListener) Accept() (net.Conn, error) {
 		}
 		l.mu.Lock()
 		if l.stopped {
+			l.refused++
 			l.mu.Unlock()
 			// The client sees the connection close before the server
 			// preface: codes.Unavailable, as for a server that is down.
@@ -78,6 +80,12 @@ func (l *gatedListener) cut() int {
 		c.Close()
 	}
 	return len(conns)
+}
+
+func (l *gatedListener) refusedCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.refused
 }
 
 // restart hands new connections to the server again.

@@ -38,6 +38,9 @@ type Counts struct {
 	Responses, ResourceErrors int
 	// StreamsOpened is the number of SotW ADS streams opened since Start.
 	StreamsOpened int
+	// ConnectionsRefused is the number of client connections closed on
+	// arrival because the server was stopped ([Server.Stop]).
+	ConnectionsRefused int
 }
 
 func (o *observations) init() { o.changed = make(chan struct{}) }
@@ -216,8 +219,10 @@ func (s *Server) WaitForRequest(ctx context.Context, pred func(*discoverypb.Disc
 // Counts returns the running totals, in every mode.
 func (s *Server) Counts() Counts {
 	s.obs.mu.Lock()
-	defer s.obs.mu.Unlock()
-	return s.obs.counts
+	c := s.obs.counts
+	s.obs.mu.Unlock()
+	c.ConnectionsRefused = s.lis.refusedCount()
+	return c
 }
 
 // OpenStreams returns the number of SotW ADS streams currently open.

@@ -9,6 +9,7 @@
 //	xdsctl dump    [flags] TYPE NAME...   watch the resources, then print the client's CSDS view
 //	xdsctl dump    --csds ADDR            print the CSDS view of a running xDS client
 //	xdsctl help    [COMMAND]              print the help, or a command's
+//	xdsctl version                        print xdsctl's version (also --version)
 //
 // TYPE is lds|listener, rds|route, cds|cluster, eds|endpoint or
 // leds|collection, a full type URL such as
@@ -44,9 +45,10 @@
 //
 // resolve follows the Listener's dependencies (route configuration,
 // clusters, endpoints, LEDS collections) and prints the resolved tree and
-// each cluster's resolution note. --timeout (default 10s) bounds the wait;
-// on a failed resource or a timeout it names the resource that failed or
-// those still awaited and exits 1.
+// each cluster's resolution note. While the server cannot be reached
+// (UNAVAILABLE) it keeps trying; --timeout (default 10s) bounds the wait.
+// On a failed resource or a timeout it names the resource that failed, or
+// those still awaited and the last error, and exits 1.
 //
 // # dump
 //
@@ -55,6 +57,9 @@
 // view (envoy.service.status.v3.ClientConfig) as protojson. dump --csds
 // ADDR calls FetchClientStatus on a running client's CSDS service over
 // plaintext gRPC instead and prints the ClientStatusResponse.
+//
+// A usage error prints one line naming the problem and a hint, and exits
+// 2.
 //
 // # Exit status
 //

@@ -96,11 +96,7 @@ func runDump(ctx context.Context, c *command, args []string, stdout, stderr io.W
 	if *wait < 0 {
 		return fail(c, stderr, usageErrorf("--wait must not be negative"))
 	}
-	typeURL, err := parseType(pos[0])
-	if err != nil {
-		return fail(c, stderr, err)
-	}
-	e, reg, err := ef.newEngine("", stderr)
+	typeURL, e, reg, err := ef.engineForType(pos[0], stderr)
 	if err != nil {
 		return fail(c, stderr, err)
 	}

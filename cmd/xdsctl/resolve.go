@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -11,7 +12,10 @@ import (
 
 	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
+	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/graph"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/cds"
@@ -33,10 +37,12 @@ errors on its branch, or the xDS node ID when there are none):
   Resolution notes:
     Cluster cluster-a: xDS node ID: my-node
 
-If a resource in the tree fails (it does not exist, or was rejected
-with no earlier version to use), or the tree is still incomplete when
---timeout passes, it prints what failed or what was still awaited, and the
-client's cache state, to stderr and exits with status 1.
+While the server cannot be reached (UNAVAILABLE: not up yet, or
+restarting) resolve keeps trying until --timeout. If a resource in the
+tree fails (it does not exist, or was rejected with no earlier version to
+use), or the tree is still incomplete when --timeout passes, it prints
+what failed or what was still awaited, the last error, and the client's
+cache state, to stderr and exits with status 1.
 
 Flags:
   --bootstrap FILE        gRPC xDS bootstrap file; default $GRPC_XDS_BOOTSTRAP,
@@ -81,33 +87,23 @@ func runResolve(ctx context.Context, c *command, args []string, stdout, stderr i
 	}
 	defer e.Close()
 
-	// Only the first graph or error matters; later ones are dropped.
-	events := make(chan graphEvent, 1)
-	root := registry.Ref{TypeURL: lds.TypeURL, Name: listener}
-	cancel := graph.Watch(e, root, graph.WatcherFunc(func(g *graph.Graph, err error, done func()) {
-		done()
-		select {
-		case events <- graphEvent{g, err}:
-		default:
-		}
-	}))
+	events, cancel := watchGraph(e, registry.Ref{TypeURL: lds.TypeURL, Name: listener})
 	defer cancel()
-
-	timer := time.NewTimer(*timeout)
-	defer timer.Stop()
-	var ev graphEvent
-	select {
-	case ev = <-events:
-	case <-timer.C:
+	g, err := awaitGraph(ctx, events, *timeout)
+	if err != nil {
+		// The dump is taken while the watches still stand.
 		cc := e.Dump()
-		return fail(c, stderr, fmt.Errorf("timed out after %v waiting for listener %q to resolve; %s\n%s",
-			*timeout, listener, awaited(reg, cc), cacheState(reg, cc)))
-	case <-ctx.Done():
-		return fail(c, stderr, fmt.Errorf("interrupted before listener %q resolved\n%s", listener, cacheState(reg, e.Dump())))
+		var te *timeoutError
+		if errors.As(err, &te) {
+			msg := fmt.Sprintf("timed out after %v waiting for listener %q to resolve; %s", te.after, listener, awaited(reg, cc))
+			if te.last != nil {
+				msg += "; the last error: " + errorLine(te.last)
+			}
+			return fail(c, stderr, fmt.Errorf("%s\n%s", msg, cacheState(reg, cc)))
+		}
+		return fail(c, stderr, fmt.Errorf("listener %q did not resolve: %w\n%s", listener, err, cacheState(reg, cc)))
 	}
-	if ev.err != nil {
-		return fail(c, stderr, fmt.Errorf("listener %q did not resolve: %s\n%s", listener, errorLine(ev.err), cacheState(reg, e.Dump())))
-	}
+	ev := graphEvent{g: g}
 	var b strings.Builder
 	b.WriteString(ev.g.String())
 	var clusters []registry.Ref
@@ -126,6 +122,55 @@ func runResolve(ctx context.Context, c *command, args []string, stdout, stderr i
 		return fail(c, stderr, err)
 	}
 	return exitOK
+}
+
+// watchGraph watches root's graph, keeping only the newest event: a
+// stale one is of no use.
+func watchGraph(src engine.Source, root registry.Ref) (<-chan graphEvent, func()) {
+	events := make(chan graphEvent, 1)
+	cancel := graph.Watch(src, root, graph.WatcherFunc(func(g *graph.Graph, err error, done func()) {
+		select {
+		case <-events:
+		default:
+		}
+		events <- graphEvent{g, err}
+		done()
+	}))
+	return events, cancel
+}
+
+// timeoutError is a wait that ran out; last is the last UNAVAILABLE
+// error seen meanwhile, if any.
+type timeoutError struct {
+	after time.Duration
+	last  error
+}
+
+func (e *timeoutError) Error() string { return fmt.Sprintf("timed out after %v", e.after) }
+
+// awaitGraph waits for a graph to resolve. An UNAVAILABLE error (the
+// server cannot be reached yet) is not final: the engine retries, and so
+// does the wait, until timeout. Other errors are final.
+func awaitGraph(ctx context.Context, events <-chan graphEvent, timeout time.Duration) (*graph.Graph, error) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var last error
+	for {
+		select {
+		case ev := <-events:
+			switch {
+			case ev.err == nil:
+				return ev.g, nil
+			case status.Code(ev.err) != codes.Unavailable:
+				return nil, errors.New(errorLine(ev.err))
+			}
+			last = ev.err
+		case <-timer.C:
+			return nil, &timeoutError{after: timeout, last: last}
+		case <-ctx.Done():
+			return nil, fmt.Errorf("interrupted: %w", ctx.Err())
+		}
+	}
 }
 
 // awaited names the resources the client has asked for and heard

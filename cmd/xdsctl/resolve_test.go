@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xdsengine/xdsengine/xdstest"
 )
@@ -102,14 +104,43 @@ func TestResolveTimeout(t *testing.T) {
 	t.Logf("stderr:\n%s", r.stderr)
 }
 
-// TestResolveUnreachable fails at once when the server cannot be reached.
+// TestResolveUnreachable keeps trying while the server cannot be reached,
+// and at --timeout reports the last error.
 func TestResolveUnreachable(t *testing.T) {
 	srv := xdstest.NewServer(t, xdstest.Options{})
 	bs := writeBootstrap(t, srv.Addr())
 	srv.Stop()
 
-	r := runSync(t, "resolve", "--bootstrap", bs, "--timeout", "5s", "listener.example")
-	if r.code != exitFailure || !strings.Contains(r.stderr, `did not resolve: UNAVAILABLE: Listener resource "listener.example"`) {
-		t.Fatalf("exit status %d, want 1 and UNAVAILABLE; stderr:\n%s", r.code, r.stderr)
+	start := time.Now()
+	r := runSync(t, "resolve", "--bootstrap", bs, "--timeout", "1500ms", "listener.example")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "timed out after 1.5s waiting for listener") ||
+		!strings.Contains(r.stderr, `the last error: UNAVAILABLE: Listener resource "listener.example"`) {
+		t.Fatalf("exit status %d, want 1, a timeout and the last UNAVAILABLE error; stderr:\n%s", r.code, r.stderr)
+	}
+	if waited := time.Since(start); waited < 1500*time.Millisecond {
+		t.Errorf("gave up after %v, before --timeout", waited)
+	}
+}
+
+// TestResolveServerStartsLate: a server that comes up after resolve
+// started is waited for, within --timeout.
+func TestResolveServerStartsLate(t *testing.T) {
+	srv := xdstest.NewServer(t, xdstest.Options{})
+	bs := writeBootstrap(t, srv.Addr())
+	srv.Stop()
+	srv.Set(chain("c1")...)
+
+	done := make(chan result, 1)
+	go func() { done <- runSync(t, "resolve", "--bootstrap", bs, "--timeout", "30s", "listener.example") }()
+	// Let the first attempt fail with UNAVAILABLE before the server is up.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for srv.Counts().ConnectionsRefused == 0 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	srv.Restart()
+	r := <-done
+	if r.code != exitOK || !strings.HasPrefix(r.stdout, "Listener listener.example: RDS route-1") {
+		t.Fatalf("exit status %d, want 0 and the tree; stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 }

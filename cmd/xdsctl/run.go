@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -58,6 +60,7 @@ Usage:
   xdsctl dump    [flags] TYPE NAME...   watch the resources, then print the client's CSDS view
   xdsctl dump    --csds ADDR            print the CSDS view of a running xDS client
   xdsctl help    [COMMAND]              print this help, or a command's
+  xdsctl version                        print xdsctl's version
 
 TYPE is one of:
   lds, listener        type.googleapis.com/envoy.config.listener.v3.Listener
@@ -97,8 +100,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	stdout = &lockedWriter{w: stdout}
 	stderr = &lockedWriter{w: stderr}
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return exitUsage
+		return usageLine(stderr, "xdsctl", "no command", "xdsctl help")
 	}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
@@ -108,20 +110,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		c := lookupCommand(args[1])
 		if c == nil || len(args) > 2 {
-			fmt.Fprintf(stderr, "xdsctl help: unknown command %q\n\n%s", strings.Join(args[1:], " "), usage)
-			return exitUsage
+			return usageLine(stderr, "xdsctl help", fmt.Sprintf("unknown command %q", strings.Join(args[1:], " ")), "xdsctl help")
 		}
 		fmt.Fprint(stdout, c.usage)
+		return exitOK
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, versionLine())
 		return exitOK
 	}
 	c := lookupCommand(args[0])
 	if c == nil {
 		if strings.HasPrefix(args[0], "-") {
-			fmt.Fprintf(stderr, "xdsctl: flag %s before the command; flags go after it\n\n%s", args[0], usage)
-		} else {
-			fmt.Fprintf(stderr, "xdsctl: unknown command %q\n\n%s", args[0], usage)
+			return usageLine(stderr, "xdsctl", fmt.Sprintf("flag %s before the command; flags go after it", args[0]), "xdsctl help")
 		}
-		return exitUsage
+		return usageLine(stderr, "xdsctl", fmt.Sprintf("unknown command %q", args[0]), "xdsctl help")
 	}
 	return c.run(ctx, c, args[1:], stdout, stderr)
 }
@@ -148,12 +150,28 @@ func usageErrorf(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
+// usageLine reports a bad command line in one line, with a hint where the
+// usage is, and returns the usage exit status.
+func usageLine(stderr io.Writer, who, problem, helpCmd string) int {
+	fmt.Fprintf(stderr, "%s: %s\nRun '%s' for usage.\n", who, problem, helpCmd)
+	return exitUsage
+}
+
+// versionLine says which xdsctl this is: the module version it was built
+// from ("(devel)" in a work tree) and the Go version.
+func versionLine() string {
+	version := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		version = bi.Main.Version
+	}
+	return fmt.Sprintf("xdsctl %s (xdsengine engine %s, %s %s/%s)", version, engine.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
 // fail reports err for command c and returns the exit status it calls
-// for: usage errors repeat the command's usage.
+// for: a usage error is one line and a hint, not the whole usage.
 func fail(c *command, stderr io.Writer, err error) int {
 	if ue := (*usageError)(nil); errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "xdsctl %s: %v\n\n%s", c.name, err, c.usage)
-		return exitUsage
+		return usageLine(stderr, "xdsctl "+c.name, err.Error(), "xdsctl "+c.name+" -h")
 	}
 	fmt.Fprintf(stderr, "xdsctl %s: %v\n", c.name, err)
 	return exitFailure
@@ -297,6 +315,20 @@ func (f *engineFlags) newEngine(target string, stderr io.Writer) (*engine.Engine
 		return nil, nil, fmt.Errorf("starting the xDS engine: %w", err)
 	}
 	return e, reg, nil
+}
+
+// engineForType parses a TYPE argument and starts an engine: how the
+// commands that watch resources of one type begin.
+func (f *engineFlags) engineForType(typeArg string, stderr io.Writer) (string, *engine.Engine, *registry.Registry, error) {
+	typeURL, err := parseType(typeArg)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	e, reg, err := f.newEngine("", stderr)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return typeURL, e, reg, nil
 }
 
 // typeName is the short name of a type URL ("Listener").

@@ -97,7 +97,9 @@ func TestUsage(t *testing.T) {
 		stderr   string // a substring of stderr
 		noStdout bool
 	}{
-		// Help: stdout, status 0.
+		// Help and version: stdout, status 0.
+		{args: []string{"--version"}, code: exitOK, stdout: "xdsctl (devel) (xdsengine engine "},
+		{args: []string{"version"}, code: exitOK, stdout: "go1."},
 		{args: []string{"help"}, code: exitOK, stdout: "Exit status:\n  0  success"},
 		{args: []string{"-h"}, code: exitOK, stdout: "xdsctl watch   [flags] TYPE NAME..."},
 		{args: []string{"--help"}, code: exitOK, stdout: "Examples:"},
@@ -109,7 +111,8 @@ func TestUsage(t *testing.T) {
 		{args: []string{"dump", "lds", "-h"}, code: exitOK, stdout: "Usage:\n  xdsctl dump"},
 
 		// Usage errors: stderr, status 2.
-		{args: nil, code: exitUsage, stderr: "Usage:", noStdout: true},
+		{args: nil, code: exitUsage, stderr: "xdsctl: no command\nRun 'xdsctl help' for usage.", noStdout: true},
+		{args: []string{"watch", "--nope", "lds", "a"}, code: exitUsage, stderr: "Run 'xdsctl watch -h' for usage.", noStdout: true},
 		{args: []string{"bogus"}, code: exitUsage, stderr: `xdsctl: unknown command "bogus"`, noStdout: true},
 		{args: []string{"--v", "watch"}, code: exitUsage, stderr: "flag --v before the command", noStdout: true},
 		{args: []string{"help", "bogus"}, code: exitUsage, stderr: `unknown command "bogus"`, noStdout: true},
@@ -156,8 +159,8 @@ func TestUsage(t *testing.T) {
 		if tc.code == exitFailure && strings.Contains(r.stderr, "Usage:") {
 			t.Errorf("%q: a failure printed the usage:\n%s", name, r.stderr)
 		}
-		if tc.code == exitUsage && !strings.Contains(r.stderr, "Usage:") {
-			t.Errorf("%q: a usage error did not print the usage:\n%s", name, r.stderr)
+		if tc.code == exitUsage && (strings.Contains(r.stderr, "Usage:") || strings.Count(r.stderr, "\n") != 2 || !strings.Contains(r.stderr, "for usage.")) {
+			t.Errorf("%q: a usage error is not one line and a hint:\n%s", name, r.stderr)
 		}
 	}
 }

@@ -58,11 +58,7 @@ func runWatch(ctx context.Context, c *command, args []string, stdout, stderr io.
 	if len(pos) < 2 {
 		return fail(c, stderr, usageErrorf("want TYPE and at least one NAME, got %d argument(s)", len(pos)))
 	}
-	typeURL, err := parseType(pos[0])
-	if err != nil {
-		return fail(c, stderr, err)
-	}
-	e, reg, err := ef.newEngine("", stderr)
+	typeURL, e, reg, err := ef.engineForType(pos[0], stderr)
 	if err != nil {
 		return fail(c, stderr, err)
 	}

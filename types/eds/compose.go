@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/xdsengine/xdsengine/registry"
-	"github.com/xdsengine/xdsengine/types/internal/endpoint"
+	"github.com/xdsengine/xdsengine/types/internal/lbendpoint"
 	"github.com/xdsengine/xdsengine/types/internal/validation"
 	"github.com/xdsengine/xdsengine/types/leds"
 )
@@ -70,7 +70,7 @@ func checkDuplicates(locs []Locality, errs *validation.Errors) {
 	}
 	seen := make(map[netip.AddrPort]struct{}, n)
 	for i := range locs {
-		if addr, dup := endpoint.DuplicateAddress(seen, locs[i].Endpoints); dup {
+		if addr, dup := lbendpoint.DuplicateAddress(seen, locs[i].Endpoints); dup {
 			where := "inline lb_endpoints"
 			if locs[i].LEDSCollection != "" {
 				where = fmt.Sprintf("LEDS collection %q", locs[i].LEDSCollection)

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/registry"
-	"github.com/xdsengine/xdsengine/types/internal/endpoint"
+	"github.com/xdsengine/xdsengine/types/internal/lbendpoint"
 	"github.com/xdsengine/xdsengine/types/internal/validation"
 )
 
@@ -63,7 +63,7 @@ func convertLocalities(in []*endpointpb.LocalityLbEndpoints, leds bool, errs *va
 	}
 	out := make([]Locality, 0, kept)
 	backing := make([]Endpoint, endpointCount)
-	dec := endpoint.NewDecoder(errs, endpointCount)
+	dec := lbendpoint.NewDecoder(errs, endpointCount)
 	seen := make(map[priorityLocality]struct{}, kept)
 	weightPerPriority := make(map[uint32]uint64)
 	maxPriority := uint32(0)

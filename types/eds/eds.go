@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/registry"
-	"github.com/xdsengine/xdsengine/types/internal/endpoint"
+	"github.com/xdsengine/xdsengine/types/endpoint"
 	"github.com/xdsengine/xdsengine/types/leds"
 )
 
@@ -30,7 +30,8 @@ var Type = registry.ResourceType{
 	Dependencies: registry.DependencyFunc(dependencies),
 }
 
-// Endpoint is one validated LbEndpoint; LEDS uses the same type.
+// Endpoint is one validated LbEndpoint ([endpoint.Endpoint]); LEDS
+// collections hold the same type.
 type Endpoint = endpoint.Endpoint
 
 // HealthStatus is an endpoint's reported health.

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/registry"
-	"github.com/xdsengine/xdsengine/types/internal/endpoint"
+	"github.com/xdsengine/xdsengine/types/internal/lbendpoint"
 	"github.com/xdsengine/xdsengine/types/internal/validation"
 )
 
@@ -49,7 +49,7 @@ func decode(raw []byte, opts registry.DecodeOptions) (registry.DecodeResult, err
 func convert(coll *endpointpb.LbEndpointCollection, errs *validation.Errors) []Endpoint {
 	entries := coll.GetEntries()
 	eps := make([]Endpoint, 0, len(entries))
-	dec := endpoint.NewDecoder(errs, len(entries))
+	dec := lbendpoint.NewDecoder(errs, len(entries))
 	// One message reused for every entry: its contents are copied out
 	// before the next Unmarshal resets it.
 	var lb endpointpb.LbEndpoint

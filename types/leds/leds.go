@@ -10,7 +10,7 @@ import (
 
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
-	"github.com/xdsengine/xdsengine/types/internal/endpoint"
+	"github.com/xdsengine/xdsengine/types/endpoint"
 )
 
 // TypeURL is the type URL of LbEndpointCollection resources.
@@ -36,7 +36,8 @@ var Type = registry.ResourceType{
 // collection support (gRFC A95).
 const ClientFeature = "xds.endpoint.supports_lb_endpoint_collection"
 
-// Endpoint is one validated LbEndpoint; EDS uses the same type.
+// Endpoint is one validated LbEndpoint ([endpoint.Endpoint]); EDS
+// localities hold the same type.
 type Endpoint = endpoint.Endpoint
 
 // HealthStatus is an endpoint's reported health.

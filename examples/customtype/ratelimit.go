@@ -1,10 +1,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"strings"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -81,11 +79,11 @@ func decode(raw []byte, opts registry.DecodeOptions) (registry.DecodeResult, err
 		p.Name = opts.WrapperName
 	}
 	if p.Name == "" {
-		f.fail("name", "must be a non-empty string")
+		f.Add("name", "must be a non-empty string")
 	}
 	// The name is returned even with an error, so that the NACK and the
 	// watcher's error say which policy was rejected.
-	if err := f.err(); err != nil {
+	if err := f.Err(); err != nil {
 		return registry.DecodeResult{Name: p.Name}, err
 	}
 	return registry.DecodeResult{Name: p.Name, Resource: p}, nil
@@ -98,40 +96,32 @@ func validate(r registry.Resource, _ registry.DecodeOptions) error {
 	p := r.(*RateLimitPolicy)
 	var f fields
 	if p.Cluster == "" {
-		f.fail("cluster", "must name the rate limit service's Cluster")
+		f.Add("cluster", "must name the rate limit service's Cluster")
 	}
 	if p.RequestsPerUnit < 1 {
-		f.fail("requests_per_unit", fmt.Sprintf("must be at least 1, got %d", p.RequestsPerUnit))
+		f.Addf("requests_per_unit", "must be at least 1, got %d", p.RequestsPerUnit)
 	}
 	switch p.Unit {
 	case "second", "minute", "hour":
 	default:
-		f.fail("unit", fmt.Sprintf(`must be "second", "minute" or "hour", got %q`, p.Unit))
+		f.Addf("unit", `must be "second", "minute" or "hour", got %q`, p.Unit)
 	}
-	return f.err()
+	return f.Err()
 }
 
 // dependencies names the Cluster a policy needs. A dependency graph
-// watch (engine.WatchGraph) follows it; see examples/compose.
+// watch (graph.Watch) follows it; see examples/compose.
 func dependencies(r registry.Resource) []registry.Ref {
 	return []registry.Ref{{TypeURL: cds.TypeURL, Name: r.(*RateLimitPolicy).Cluster}}
 }
 
-// fields reads a Struct's fields and collects "field: rule" problems.
+// fields reads a Struct's fields and collects "field: rule" problems in
+// registry.FieldErrors, the one-line format every built-in type's NACK
+// uses too: the error ends up in a log line and in the NACK's
+// error_detail.
 type fields struct {
-	m        map[string]*structpb.Value
-	problems []string
-}
-
-func (f *fields) fail(field, rule string) { f.problems = append(f.problems, field+": "+rule) }
-
-// err joins the problems on one line: the error ends up in a log line and
-// in the NACK's error_detail.
-func (f *fields) err() error {
-	if len(f.problems) == 0 {
-		return nil
-	}
-	return errors.New(strings.Join(f.problems, "; "))
+	m map[string]*structpb.Value
+	registry.FieldErrors
 }
 
 // string returns a string field; a missing one is "", left for the
@@ -143,7 +133,7 @@ func (f *fields) string(key string) string {
 	}
 	s, ok := v.GetKind().(*structpb.Value_StringValue)
 	if !ok {
-		f.fail(key, "must be a string")
+		f.Add(key, "must be a string")
 		return ""
 	}
 	return s.StringValue
@@ -157,7 +147,7 @@ func (f *fields) count(key string) int {
 	}
 	n, ok := v.GetKind().(*structpb.Value_NumberValue)
 	if !ok || n.NumberValue < 0 || n.NumberValue > math.MaxInt32 || n.NumberValue != math.Trunc(n.NumberValue) {
-		f.fail(key, "must be a whole number from 0 to 2147483647")
+		f.Add(key, "must be a whole number from 0 to 2147483647")
 		return 0
 	}
 	return int(n.NumberValue)

@@ -30,7 +30,7 @@ func (d decoder) decode(raw []byte, _ registry.DecodeOptions) (registry.DecodeRe
 	if err := proto.Unmarshal(raw, &pb); err != nil {
 		return registry.DecodeResult{}, fmt.Errorf("cannot unmarshal Cluster: %w", err)
 	}
-	var errs validation.Errors
+	var errs registry.FieldErrors
 	c := &Cluster{Name: pb.GetName()}
 	if c.Name == "" {
 		errs.Add("name", "must be non-empty")
@@ -58,7 +58,7 @@ func (d decoder) decode(raw []byte, _ registry.DecodeOptions) (registry.DecodeRe
 // EDS (gRFC A27), LOGICAL_DNS and aggregate (gRFC A37), as C-core's
 // CdsResourceParse and grpc-go's validateClusterAndConstructClusterUpdate
 // implement them.
-func discoveryType(pb *clusterpb.Cluster, c *Cluster, errs *validation.Errors) {
+func discoveryType(pb *clusterpb.Cluster, c *Cluster, errs *registry.FieldErrors) {
 	// type and cluster_type are one oneof; GetType reports STATIC, the
 	// zero value, when cluster_type is set, so test cluster_type first.
 	if ct := pb.GetClusterType(); ct != nil {
@@ -92,7 +92,7 @@ func discoveryType(pb *clusterpb.Cluster, c *Cluster, errs *validation.Errors) {
 	}
 }
 
-func aggregateClusters(ct *clusterpb.Cluster_CustomClusterType, errs *validation.Errors) []string {
+func aggregateClusters(ct *clusterpb.Cluster_CustomClusterType, errs *registry.FieldErrors) []string {
 	tc := ct.GetTypedConfig()
 	if tc == nil {
 		errs.Add("cluster_type.typed_config", "field not present")
@@ -123,7 +123,7 @@ func aggregateClusters(ct *clusterpb.Cluster_CustomClusterType, errs *validation
 // logicalDNSHostname applies C-core's LogicalDnsParse: exactly one
 // locality with exactly one endpoint whose socket address has a host, a
 // port_value and no custom resolver.
-func logicalDNSHostname(la *endpointpb.ClusterLoadAssignment, errs *validation.Errors) string {
+func logicalDNSHostname(la *endpointpb.ClusterLoadAssignment, errs *registry.FieldErrors) string {
 	const field = "load_assignment"
 	if la == nil {
 		errs.Add(field, "field not present; a LOGICAL_DNS cluster needs it")
@@ -198,7 +198,7 @@ const maxDurationSeconds = 315_576_000_000
 
 // nonNegativeDuration applies C-core's ParseDuration rules: seconds and
 // nanos each within their documented range and not negative.
-func nonNegativeDuration(d *durationpb.Duration, field string, errs *validation.Errors) time.Duration {
+func nonNegativeDuration(d *durationpb.Duration, field string, errs *registry.FieldErrors) time.Duration {
 	ok := true
 	if s := d.GetSeconds(); s < 0 || s > maxDurationSeconds {
 		errs.Addf(field+".seconds", "%d out of range [0, %d]", s, int64(maxDurationSeconds))

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/xdsengine/xdsengine/registry"
+
 	udpatypepb "github.com/cncf/xds/go/udpa/type/v1"
 	xdstypepb "github.com/cncf/xds/go/xds/type/v3"
 	clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -134,7 +136,7 @@ const (
 
 type lbConverter struct {
 	custom func(string) bool
-	errs   *validation.Errors
+	errs   *registry.FieldErrors
 }
 
 // convert applies gRFC A52: load_balancing_policy, when present, replaces

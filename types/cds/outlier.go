@@ -3,10 +3,10 @@ package cds
 import (
 	"time"
 
+	"github.com/xdsengine/xdsengine/registry"
+
 	clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
-
-	"github.com/xdsengine/xdsengine/types/internal/validation"
 )
 
 // outlierDetection applies gRFC A50: durations valid and not negative,
@@ -14,7 +14,7 @@ import (
 // its enforcement percentage is 0 (success rate) or unset or 0 (failure
 // percentage). Unset fields get A50's defaults, so readers see the values
 // in effect.
-func outlierDetection(od *clusterpb.OutlierDetection, errs *validation.Errors) *OutlierDetection {
+func outlierDetection(od *clusterpb.OutlierDetection, errs *registry.FieldErrors) *OutlierDetection {
 	if od == nil {
 		return nil
 	}
@@ -56,7 +56,7 @@ func outlierDetection(od *clusterpb.OutlierDetection, errs *validation.Errors) *
 	return out
 }
 
-func percent(v *wrapperspb.UInt32Value, def uint32, field string, errs *validation.Errors) uint32 {
+func percent(v *wrapperspb.UInt32Value, def uint32, field string, errs *registry.FieldErrors) uint32 {
 	if v == nil {
 		return def
 	}

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/xdsengine/xdsengine/registry"
+
 	clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	tlspb "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherpb "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
@@ -64,7 +66,7 @@ type StringMatcher struct {
 // upstreamTLS applies gRFC A29 as C-core's UpstreamTlsContextParse and
 // CommonTlsContextParse do, plus grpc-go's refusal of
 // transport_socket_matches, which would otherwise be silently ignored.
-func upstreamTLS(pb *clusterpb.Cluster, errs *validation.Errors) *UpstreamTLS {
+func upstreamTLS(pb *clusterpb.Cluster, errs *registry.FieldErrors) *UpstreamTLS {
 	if len(pb.GetTransportSocketMatches()) > 0 {
 		errs.Add("transport_socket_matches", "not supported")
 	}
@@ -147,7 +149,7 @@ func upstreamTLS(pb *clusterpb.Cluster, errs *validation.Errors) *UpstreamTLS {
 
 // validationContext reads a CertificateValidationContext into out and
 // reports whether it names CA certificates.
-func validationContext(vc *tlspb.CertificateValidationContext, at string, out *UpstreamTLS, errs *validation.Errors) bool {
+func validationContext(vc *tlspb.CertificateValidationContext, at string, out *UpstreamTLS, errs *registry.FieldErrors) bool {
 	//lint:ignore SA1019 match_subject_alt_names is the field gRPC reads; the typed replacement is not supported by gRPC.
 	for i, m := range vc.GetMatchSubjectAltNames() {
 		if sm, ok := stringMatcher(m, at+".match_subject_alt_names["+strconv.Itoa(i)+"]", errs); ok {
@@ -184,7 +186,7 @@ func validationContext(vc *tlspb.CertificateValidationContext, at string, out *U
 // C-core's StringMatcher::Create: exactly one supported pattern, prefix,
 // suffix and contains non-empty, a regex that compiles and no ignore_case
 // with it.
-func stringMatcher(m *matcherpb.StringMatcher, at string, errs *validation.Errors) (StringMatcher, bool) {
+func stringMatcher(m *matcherpb.StringMatcher, at string, errs *registry.FieldErrors) (StringMatcher, bool) {
 	sm := StringMatcher{IgnoreCase: m.GetIgnoreCase()}
 	switch p := m.GetMatchPattern().(type) {
 	case *matcherpb.StringMatcher_Exact:

@@ -7,7 +7,6 @@ import (
 
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/internal/lbendpoint"
-	"github.com/xdsengine/xdsengine/types/internal/validation"
 	"github.com/xdsengine/xdsengine/types/leds"
 )
 
@@ -34,7 +33,7 @@ func (c *ClusterLoadAssignment) Compose(lookup func(registry.Ref) (registry.Reso
 		raw:         c.raw,
 		composed:    true,
 	}
-	var errs validation.Errors
+	var errs registry.FieldErrors
 	for i := range out.Localities {
 		loc := &out.Localities[i]
 		if loc.LEDSCollection == "" {
@@ -63,7 +62,7 @@ func (c *ClusterLoadAssignment) Compose(lookup func(registry.Ref) (registry.Reso
 	return out, nil
 }
 
-func checkDuplicates(locs []Locality, errs *validation.Errors) {
+func checkDuplicates(locs []Locality, errs *registry.FieldErrors) {
 	n := 0
 	for i := range locs {
 		n += len(locs[i].Endpoints)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/internal/lbendpoint"
-	"github.com/xdsengine/xdsengine/types/internal/validation"
 )
 
 func decode(raw []byte, opts registry.DecodeOptions) (registry.DecodeResult, error) {
@@ -22,7 +21,7 @@ func decode(raw []byte, opts registry.DecodeOptions) (registry.DecodeResult, err
 		return registry.DecodeResult{}, fmt.Errorf("cannot unmarshal ClusterLoadAssignment: %w", err)
 	}
 	name := cla.GetClusterName()
-	var errs validation.Errors
+	var errs registry.FieldErrors
 	if name == "" {
 		errs.Add("cluster_name", "must be non-empty")
 	}
@@ -47,7 +46,7 @@ type priorityLocality struct {
 // convertLocalities applies gRFC A27's locality rules as gRPC implements
 // them today (grpc-go parseEDSRespProto, C-core EdsResourceParse) and
 // gRFC A95's LEDS rules (grpc-java parseLocalityLbEndpoints).
-func convertLocalities(in []*endpointpb.LocalityLbEndpoints, leds bool, errs *validation.Errors) []Locality {
+func convertLocalities(in []*endpointpb.LocalityLbEndpoints, leds bool, errs *registry.FieldErrors) []Locality {
 	// Size everything up front: all endpoints share one backing array,
 	// so a resource of any size costs a handful of allocations beyond
 	// what proto.Unmarshal made.
@@ -156,7 +155,7 @@ func convertLocalities(in []*endpointpb.LocalityLbEndpoints, leds bool, errs *va
 // convertDrops applies the drop_overloads rules of C-core's
 // DropParseAndAppend, which are stricter than grpc-go's: a category must be
 // named and drop_percentage must be present.
-func convertDrops(in []*endpointpb.ClusterLoadAssignment_Policy_DropOverload, errs *validation.Errors) []DropOverload {
+func convertDrops(in []*endpointpb.ClusterLoadAssignment_Policy_DropOverload, errs *registry.FieldErrors) []DropOverload {
 	if len(in) == 0 {
 		return nil
 	}

@@ -52,7 +52,7 @@ func convert(m *listenerv3.Listener, raw []byte) (*Listener, error) {
 	}
 	hcm := new(hcmv3.HttpConnectionManager)
 	if err := proto.Unmarshal(api.GetApiListener().GetValue(), hcm); err != nil {
-		return nil, &validation.FieldError{Field: hcmField, Rule: "cannot parse HttpConnectionManager: " + err.Error()}
+		return nil, &registry.FieldError{Field: hcmField, Rule: "cannot parse HttpConnectionManager: " + err.Error()}
 	}
 
 	l.hcm.xffNumTrustedHops = hcm.GetXffNumTrustedHops()
@@ -68,7 +68,7 @@ func convert(m *listenerv3.Listener, raw []byte) (*Listener, error) {
 		l.hcm.routeSpecifier = routeSpecifierInline
 		rc, err := rds.FromProto(s.RouteConfig)
 		if err != nil {
-			return nil, validation.Within(hcmField+".route_config", err)
+			return nil, registry.FieldWithin(hcmField+".route_config", err)
 		}
 		l.RouteConfig = rc
 	case *hcmv3.HttpConnectionManager_ScopedRoutes:
@@ -81,7 +81,7 @@ func convert(m *listenerv3.Listener, raw []byte) (*Listener, error) {
 	for i, f := range hcm.GetHttpFilters() {
 		typeURL, err := typedconfig.TypeURL(f.GetTypedConfig())
 		if err != nil {
-			return nil, &validation.FieldError{Field: fmt.Sprintf("%s.http_filters[%d].typed_config", hcmField, i), Rule: err.Error()}
+			return nil, &registry.FieldError{Field: fmt.Sprintf("%s.http_filters[%d].typed_config", hcmField, i), Rule: err.Error()}
 		}
 		l.HTTPFilters[i] = HTTPFilter{Name: f.GetName(), ConfigTypeURL: typeURL, Optional: f.GetIsOptional()}
 	}

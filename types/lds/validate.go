@@ -33,7 +33,7 @@ func validate(r registry.Resource, opts registry.DecodeOptions) error {
 	if !ok || l == nil {
 		return fmt.Errorf("lds: cannot validate %T, want *lds.Listener", r)
 	}
-	var errs validation.Errors
+	var errs registry.FieldErrors
 	switch {
 	case !l.hcm.apiListenerSet:
 		errs.Add("api_listener", "field not present: only client-side (API) listeners are supported")
@@ -47,7 +47,7 @@ func validate(r registry.Resource, opts registry.DecodeOptions) error {
 	return errs.Err()
 }
 
-func validateHCM(l *Listener, opts registry.DecodeOptions, errs *validation.Errors) {
+func validateHCM(l *Listener, opts registry.DecodeOptions, errs *registry.FieldErrors) {
 	// gRFC A41: gRPC takes the peer address from the connection, so it
 	// rejects settings that would take it from headers.
 	if l.hcm.xffNumTrustedHops != 0 {
@@ -91,7 +91,7 @@ func validateHCM(l *Listener, opts registry.DecodeOptions, errs *validation.Erro
 // every filter is one the client implements unless it is optional, and of
 // the filters the client runs the router, which ends every chain, is last
 // and only last.
-func validateHTTPFilters(filters []HTTPFilter, errs *validation.Errors) {
+func validateHTTPFilters(filters []HTTPFilter, errs *registry.FieldErrors) {
 	at := func(i int, rest string) string { return fmt.Sprintf("%s.http_filters[%d]%s", hcmField, i, rest) }
 	errorsBefore := errs.Len()
 	seen := make(map[string]bool, len(filters))

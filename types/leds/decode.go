@@ -31,7 +31,7 @@ func decode(raw []byte, opts registry.DecodeOptions) (registry.DecodeResult, err
 	if err := proto.Unmarshal(raw, &coll); err != nil {
 		return registry.DecodeResult{Name: name}, fmt.Errorf("cannot unmarshal LbEndpointCollection: %w", err)
 	}
-	var errs validation.Errors
+	var errs registry.FieldErrors
 	eps := convert(&coll, &errs)
 	if err := errs.Err(); err != nil {
 		return registry.DecodeResult{Name: name}, err
@@ -46,7 +46,7 @@ func decode(raw []byte, opts registry.DecodeOptions) (registry.DecodeResult, err
 // convert applies gRFC A95's rules for LbEndpointCollection: every entry
 // is an inline_entry holding an LbEndpoint, validated like an EDS
 // lb_endpoints entry; the sum of weights, like a locality's, fits a uint32.
-func convert(coll *endpointpb.LbEndpointCollection, errs *validation.Errors) []Endpoint {
+func convert(coll *endpointpb.LbEndpointCollection, errs *registry.FieldErrors) []Endpoint {
 	entries := coll.GetEntries()
 	eps := make([]Endpoint, 0, len(entries))
 	dec := lbendpoint.NewDecoder(errs, len(entries))

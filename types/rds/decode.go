@@ -75,7 +75,7 @@ func convert(m *routev3.RouteConfiguration, raw []byte) (*RouteConfiguration, er
 		ext := p.GetExtension()
 		typeURL, err := typedconfig.TypeURL(ext.GetTypedConfig())
 		if err != nil {
-			return nil, validation.Within(fmt.Sprintf("cluster_specifier_plugins[%d].extension.typed_config", i), err)
+			return nil, registry.FieldWithin(fmt.Sprintf("cluster_specifier_plugins[%d].extension.typed_config", i), err)
 		}
 		plugin := ClusterSpecifierPlugin{Name: ext.GetName(), ConfigTypeURL: typeURL, Optional: p.GetIsOptional()}
 		if plugin.Optional && !pluginSupported(typeURL) {
@@ -91,7 +91,7 @@ func convert(m *routev3.RouteConfiguration, raw []byte) (*RouteConfiguration, er
 	for i, vh := range m.GetVirtualHosts() {
 		v, err := convertVirtualHost(vh, skipPlugins)
 		if err != nil {
-			return nil, validation.Within(fmt.Sprintf("virtual_hosts[%d]", i), err)
+			return nil, registry.FieldWithin(fmt.Sprintf("virtual_hosts[%d]", i), err)
 		}
 		rc.VirtualHosts = append(rc.VirtualHosts, v)
 	}
@@ -106,13 +106,13 @@ func convertVirtualHost(vh *routev3.VirtualHost, skipPlugins map[string]bool) (V
 	}
 	var err error
 	if v.FilterOverrides, err = convertFilterOverrides(vh.GetTypedPerFilterConfig()); err != nil {
-		return v, validation.Within("typed_per_filter_config", err)
+		return v, registry.FieldWithin("typed_per_filter_config", err)
 	}
 	v.Routes = make([]Route, 0, len(vh.GetRoutes()))
 	for j, r := range vh.GetRoutes() {
 		route, keep, err := convertRoute(r, skipPlugins)
 		if err != nil {
-			return v, validation.Within(fmt.Sprintf("routes[%d]", j), err)
+			return v, registry.FieldWithin(fmt.Sprintf("routes[%d]", j), err)
 		}
 		if keep {
 			route.index = j
@@ -137,7 +137,7 @@ func convertRoute(r *routev3.Route, skipPlugins map[string]bool) (route Route, k
 		var ok bool
 		route.Action, ok, err = convertRouteAction(a.Route, skipPlugins)
 		if err != nil {
-			return Route{}, false, validation.Within("route", err)
+			return Route{}, false, registry.FieldWithin("route", err)
 		}
 		if !ok {
 			return Route{}, false, nil
@@ -149,7 +149,7 @@ func convertRoute(r *routev3.Route, skipPlugins map[string]bool) (route Route, k
 	}
 
 	if route.FilterOverrides, err = convertFilterOverrides(r.GetTypedPerFilterConfig()); err != nil {
-		return Route{}, false, validation.Within("typed_per_filter_config", err)
+		return Route{}, false, registry.FieldWithin("typed_per_filter_config", err)
 	}
 	return route, true, nil
 }
@@ -253,7 +253,7 @@ func convertRouteAction(a *routev3.RouteAction, skipPlugins map[string]bool) (ac
 		for i, wc := range clusters {
 			overrides, err := convertFilterOverrides(wc.GetTypedPerFilterConfig())
 			if err != nil {
-				return action, false, validation.Within(fmt.Sprintf("weighted_clusters.clusters[%d].typed_per_filter_config", i), err)
+				return action, false, registry.FieldWithin(fmt.Sprintf("weighted_clusters.clusters[%d].typed_per_filter_config", i), err)
 			}
 			// A missing weight counts as zero, as in grpc-go.
 			action.WeightedClusters[i] = WeightedCluster{Name: wc.GetName(), Weight: wc.GetWeight().GetValue(), FilterOverrides: overrides}
@@ -365,13 +365,13 @@ func convertFilterOverrides(cfgs map[string]*anypb.Any) ([]FilterOverride, error
 		if validation.TypeName(cfg.GetTypeUrl()) == filterConfigMessage {
 			fc := new(routev3.FilterConfig)
 			if err := proto.Unmarshal(cfg.GetValue(), fc); err != nil {
-				return nil, &validation.FieldError{Field: bracket(name), Rule: "cannot parse FilterConfig: " + err.Error()}
+				return nil, &registry.FieldError{Field: bracket(name), Rule: "cannot parse FilterConfig: " + err.Error()}
 			}
 			cfg, o.Optional = fc.GetConfig(), fc.GetIsOptional()
 		}
 		var err error
 		if o.ConfigTypeURL, err = typedconfig.TypeURL(cfg); err != nil {
-			return nil, validation.Within(bracket(name), err)
+			return nil, registry.FieldWithin(bracket(name), err)
 		}
 		out = append(out, o)
 	}

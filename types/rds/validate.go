@@ -25,7 +25,7 @@ func validate(r registry.Resource, _ registry.DecodeOptions) error {
 	if !ok || rc == nil {
 		return fmt.Errorf("rds: cannot validate %T, want *rds.RouteConfiguration", r)
 	}
-	var errs validation.Errors
+	var errs registry.FieldErrors
 	plugins := validatePlugins(rc.ClusterSpecifierPlugins, &errs)
 	for i := range rc.VirtualHosts {
 		validateVirtualHost(&rc.VirtualHosts[i], i, plugins, &errs)
@@ -39,7 +39,7 @@ func validate(r registry.Resource, _ registry.DecodeOptions) error {
 // more than the checks.
 
 // validatePlugins returns the names routes may refer to.
-func validatePlugins(plugins []ClusterSpecifierPlugin, errs *validation.Errors) map[string]bool {
+func validatePlugins(plugins []ClusterSpecifierPlugin, errs *registry.FieldErrors) map[string]bool {
 	names := make(map[string]bool, len(plugins))
 	for i, p := range plugins {
 		at := func(rest string) string { return fmt.Sprintf("cluster_specifier_plugins[%d].extension.%s", i, rest) }
@@ -57,7 +57,7 @@ func validatePlugins(plugins []ClusterSpecifierPlugin, errs *validation.Errors) 
 	return names
 }
 
-func validateVirtualHost(vh *VirtualHost, i int, plugins map[string]bool, errs *validation.Errors) {
+func validateVirtualHost(vh *VirtualHost, i int, plugins map[string]bool, errs *registry.FieldErrors) {
 	at := func(rest string) string { return fmt.Sprintf("virtual_hosts[%d].%s", i, rest) }
 	if len(vh.Domains) == 0 {
 		errs.Add(at("domains"), "must be non-empty")
@@ -79,7 +79,7 @@ func validateVirtualHost(vh *VirtualHost, i int, plugins map[string]bool, errs *
 	}
 }
 
-func validateRoute(r *Route, at func(rest string) string, plugins map[string]bool, errs *validation.Errors) {
+func validateRoute(r *Route, at func(rest string) string, plugins map[string]bool, errs *registry.FieldErrors) {
 	validateMatch(&r.Match, at, errs)
 	validateAction(&r.Action, at, plugins, errs)
 	if len(r.FilterOverrides) > 0 {
@@ -87,7 +87,7 @@ func validateRoute(r *Route, at func(rest string) string, plugins map[string]boo
 	}
 }
 
-func validateMatch(m *RouteMatch, at func(rest string) string, errs *validation.Errors) {
+func validateMatch(m *RouteMatch, at func(rest string) string, errs *registry.FieldErrors) {
 	switch m.Path.Kind {
 	case PathMatchNone:
 		errs.Add(at("match"), "path specifier must be prefix, path or safe_regex")
@@ -120,7 +120,7 @@ func validateMatch(m *RouteMatch, at func(rest string) string, errs *validation.
 	}
 }
 
-func validateAction(a *RouteAction, at func(rest string) string, plugins map[string]bool, errs *validation.Errors) {
+func validateAction(a *RouteAction, at func(rest string) string, plugins map[string]bool, errs *registry.FieldErrors) {
 	switch a.Kind {
 	case ActionCluster:
 		if a.Cluster == "" {
@@ -154,7 +154,7 @@ func validateAction(a *RouteAction, at func(rest string) string, plugins map[str
 // validateWeightedClusters follows gRFC A28 as implemented: the deprecated
 // total_weight is ignored, zero weights drop a cluster, and the sum must
 // be positive and fit in 32 bits.
-func validateWeightedClusters(clusters []WeightedCluster, at func(rest string) string, errs *validation.Errors) {
+func validateWeightedClusters(clusters []WeightedCluster, at func(rest string) string, errs *registry.FieldErrors) {
 	var total uint64
 	for k := range clusters {
 		wc := &clusters[k]
@@ -176,7 +176,7 @@ func validateWeightedClusters(clusters []WeightedCluster, at func(rest string) s
 	}
 }
 
-func validateHashPolicy(hp *HashPolicy, at func(rest string) string, errs *validation.Errors) {
+func validateHashPolicy(hp *HashPolicy, at func(rest string) string, errs *registry.FieldErrors) {
 	if hp.Kind != HashPolicyHeader {
 		return
 	}
@@ -194,7 +194,7 @@ func validateHashPolicy(hp *HashPolicy, at func(rest string) string, errs *valid
 }
 
 // validateRetryPolicy applies gRFC A44 as grpc-go implements it.
-func validateRetryPolicy(p *RetryPolicy, at func() string, errs *validation.Errors) {
+func validateRetryPolicy(p *RetryPolicy, at func() string, errs *registry.FieldErrors) {
 	if p.NumRetries == 0 {
 		errs.Add(at()+".num_retries", "must be at least 1")
 	}
@@ -206,7 +206,7 @@ func validateRetryPolicy(p *RetryPolicy, at func() string, errs *validation.Erro
 	}
 }
 
-func validateFilterOverrides(overrides []FilterOverride, at func() string, errs *validation.Errors) {
+func validateFilterOverrides(overrides []FilterOverride, at func() string, errs *registry.FieldErrors) {
 	for _, o := range overrides {
 		if o.Name == "" {
 			errs.Add(at()+bracket(o.Name), "filter name must be non-empty")

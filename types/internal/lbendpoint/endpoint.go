@@ -4,24 +4,25 @@ import (
 	"net/netip"
 	"strconv"
 
+	"github.com/xdsengine/xdsengine/registry"
+
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 
 	"github.com/xdsengine/xdsengine/types/endpoint"
-	"github.com/xdsengine/xdsengine/types/internal/validation"
 )
 
 // Decoder validates the LbEndpoints of one resource. It remembers every
 // address it has accepted because gRPC rejects a resource that lists the
 // same address twice (grpc-go parseEndpoints, C-core LocalityParse).
 type Decoder struct {
-	errs *validation.Errors
+	errs *registry.FieldErrors
 	seen map[netip.AddrPort]struct{}
 }
 
 // NewDecoder returns a Decoder that records problems in errs. sizeHint is
 // the number of endpoints expected, to size the duplicate set once.
-func NewDecoder(errs *validation.Errors, sizeHint int) *Decoder {
+func NewDecoder(errs *registry.FieldErrors, sizeHint int) *Decoder {
 	return &Decoder{errs: errs, seen: make(map[netip.AddrPort]struct{}, sizeHint)}
 }
 

@@ -1,4 +1,4 @@
-// Package validation collects the field errors of one resource so that a
-// single NACK lists every problem, each naming its field path and the rule
-// it breaks. The built-in types share it so that every NACK reads alike.
+// Package validation holds what the built-in types share in validating
+// resources beyond registry.FieldErrors, the one-line NACK format every
+// type (a user's own too) uses.
 package validation

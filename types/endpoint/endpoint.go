@@ -52,4 +52,3 @@ type Endpoint struct {
 
 // Usable reports whether gRPC would send traffic to e.
 func (e Endpoint) Usable() bool { return e.HealthStatus.Usable() }
-

@@ -47,9 +47,35 @@ type priorityLocality struct {
 // them today (grpc-go parseEDSRespProto, C-core EdsResourceParse) and
 // gRFC A95's LEDS rules (grpc-java parseLocalityLbEndpoints).
 func convertLocalities(in []*endpointpb.LocalityLbEndpoints, leds bool, errs *registry.FieldErrors) []Locality {
-	// Size everything up front: all endpoints share one backing array,
-	// so a resource of any size costs a handful of allocations beyond
-	// what proto.Unmarshal made.
+	c := newLocalityConverter(in, leds, errs)
+	for i, l := range in {
+		if l.GetLoadBalancingWeight().GetValue() == 0 {
+			continue
+		}
+		c.convert(i, l)
+	}
+	c.checkPriorities()
+	return c.out
+}
+
+// localityConverter converts the localities of one resource, sharing one
+// backing array for all their endpoints.
+type localityConverter struct {
+	leds bool
+	errs *registry.FieldErrors
+	out  []Locality
+	// backing holds the endpoints not yet given to a locality.
+	backing           []Endpoint
+	dec               *lbendpoint.Decoder
+	seen              map[priorityLocality]struct{}
+	weightPerPriority map[uint32]uint64
+	maxPriority       uint32
+}
+
+// newLocalityConverter sizes everything up front, so that a resource of
+// any size costs a handful of allocations beyond what proto.Unmarshal
+// made.
+func newLocalityConverter(in []*endpointpb.LocalityLbEndpoints, leds bool, errs *registry.FieldErrors) *localityConverter {
 	kept, endpointCount := 0, 0
 	for _, l := range in {
 		if l.GetLoadBalancingWeight().GetValue() == 0 {
@@ -60,96 +86,113 @@ func convertLocalities(in []*endpointpb.LocalityLbEndpoints, leds bool, errs *re
 			endpointCount += len(l.GetLbEndpoints())
 		}
 	}
-	out := make([]Locality, 0, kept)
-	backing := make([]Endpoint, endpointCount)
-	dec := lbendpoint.NewDecoder(errs, endpointCount)
-	seen := make(map[priorityLocality]struct{}, kept)
-	weightPerPriority := make(map[uint32]uint64)
-	maxPriority := uint32(0)
-
-	for i, l := range in {
-		weight := l.GetLoadBalancingWeight().GetValue()
-		if weight == 0 {
-			continue
-		}
-		at := func() string { return "endpoints[" + strconv.Itoa(i) + "]" }
-		lp := l.GetLocality()
-		if lp == nil {
-			errs.Add(at()+".locality", "field not present")
-			continue
-		}
-		loc := Locality{
-			ID:       LocalityID{Region: lp.GetRegion(), Zone: lp.GetZone(), SubZone: lp.GetSubZone()},
-			Priority: l.GetPriority(),
-			Weight:   weight,
-		}
-		key := priorityLocality{loc.Priority, loc.ID}
-		if _, dup := seen[key]; dup {
-			errs.Addf(at()+".locality", "duplicate locality %s in priority %d", loc.ID, loc.Priority)
-		}
-		seen[key] = struct{}{}
-		before := weightPerPriority[loc.Priority]
-		weightPerPriority[loc.Priority] = before + uint64(weight)
-		// Reported where the sum first overflows, so that errors come in
-		// locality order rather than in map order.
-		if before <= math.MaxUint32 && before+uint64(weight) > math.MaxUint32 {
-			errs.Addf(at()+".load_balancing_weight", "sum of locality weights in priority %d is %d, exceeds %d",
-				loc.Priority, before+uint64(weight), uint64(math.MaxUint32))
-		}
-		maxPriority = max(maxPriority, loc.Priority)
-
-		if ledsCfg := l.GetLedsClusterLocalityConfig(); leds && ledsCfg != nil {
-			// gRFC A95: lb_endpoints is ignored; the endpoints come from a
-			// list collection on the same server.
-			if ledsCfg.GetLedsConfig().GetSelf() == nil {
-				errs.Add(at()+".leds_cluster_locality_config.leds_config", "must have self set")
-			}
-			name := ledsCfg.GetLedsCollectionName()
-			switch {
-			case name == "":
-				errs.Add(at()+".leds_cluster_locality_config.leds_collection_name", "must be non-empty")
-			case strings.HasSuffix(name, "/*"):
-				errs.Addf(at()+".leds_cluster_locality_config.leds_collection_name",
-					"%q names a glob collection; only list collections are supported", name)
-			}
-			loc.LEDSCollection = name
-			out = append(out, loc)
-			continue
-		}
-
-		lbs := l.GetLbEndpoints()
-		eps := backing[:len(lbs):len(lbs)]
-		backing = backing[len(lbs):]
-		n := 0
-		var total uint64
-		for j, lb := range lbs {
-			if dec.Decode(lb, &eps[n], func() string { return at() + ".lb_endpoints[" + strconv.Itoa(j) + "]" }) {
-				total += uint64(eps[n].Weight)
-				n++
-			}
-		}
-		if total > math.MaxUint32 {
-			errs.Addf(at()+".lb_endpoints", "sum of endpoint weights %d exceeds %d", total, uint64(math.MaxUint32))
-		}
-		if n > 0 {
-			// A full slice expression, so that appending to one locality's
-			// endpoints can never overwrite the next locality's.
-			loc.Endpoints = eps[:n:n]
-		}
-		out = append(out, loc)
+	return &localityConverter{
+		leds:              leds,
+		errs:              errs,
+		out:               make([]Locality, 0, kept),
+		backing:           make([]Endpoint, endpointCount),
+		dec:               lbendpoint.NewDecoder(errs, endpointCount),
+		seen:              make(map[priorityLocality]struct{}, kept),
+		weightPerPriority: make(map[uint32]uint64),
 	}
+}
 
-	if len(out) > 0 && uint64(len(weightPerPriority)) != uint64(maxPriority)+1 {
-		// There are at most len(weightPerPriority) priorities, so a gap
-		// shows up within that many steps.
-		for p := uint32(0); ; p++ {
-			if _, ok := weightPerPriority[p]; !ok {
-				errs.Addf("endpoints", "priority %d has no localities; priorities must be contiguous from 0 (highest is %d)", p, maxPriority)
-				break
-			}
+// convert adds locality i, of non-zero weight.
+func (c *localityConverter) convert(i int, l *endpointpb.LocalityLbEndpoints) {
+	at := func() string { return "endpoints[" + strconv.Itoa(i) + "]" }
+	lp := l.GetLocality()
+	if lp == nil {
+		c.errs.Add(at()+".locality", "field not present")
+		return
+	}
+	loc := Locality{
+		ID:       LocalityID{Region: lp.GetRegion(), Zone: lp.GetZone(), SubZone: lp.GetSubZone()},
+		Priority: l.GetPriority(),
+		Weight:   l.GetLoadBalancingWeight().GetValue(),
+	}
+	c.checkLocality(at, loc)
+	if ledsCfg := l.GetLedsClusterLocalityConfig(); c.leds && ledsCfg != nil {
+		loc.LEDSCollection = c.collection(at, ledsCfg)
+	} else {
+		loc.Endpoints = c.endpoints(at, l.GetLbEndpoints())
+	}
+	c.out = append(c.out, loc)
+}
+
+// checkLocality checks a locality against the ones before it: no
+// duplicate in a priority, and weights per priority that fit in 32 bits.
+func (c *localityConverter) checkLocality(at func() string, loc Locality) {
+	key := priorityLocality{loc.Priority, loc.ID}
+	if _, dup := c.seen[key]; dup {
+		c.errs.Addf(at()+".locality", "duplicate locality %s in priority %d", loc.ID, loc.Priority)
+	}
+	c.seen[key] = struct{}{}
+	before := c.weightPerPriority[loc.Priority]
+	c.weightPerPriority[loc.Priority] = before + uint64(loc.Weight)
+	// Reported where the sum first overflows, so that errors come in
+	// locality order rather than in map order.
+	if before <= math.MaxUint32 && before+uint64(loc.Weight) > math.MaxUint32 {
+		c.errs.Addf(at()+".load_balancing_weight", "sum of locality weights in priority %d is %d, exceeds %d",
+			loc.Priority, before+uint64(loc.Weight), uint64(math.MaxUint32))
+	}
+	c.maxPriority = max(c.maxPriority, loc.Priority)
+}
+
+// collection checks a locality whose endpoints come from a LEDS list
+// collection on the same server (gRFC A95: lb_endpoints is ignored) and
+// returns the collection's name.
+func (c *localityConverter) collection(at func() string, cfg *endpointpb.LedsClusterLocalityConfig) string {
+	if cfg.GetLedsConfig().GetSelf() == nil {
+		c.errs.Add(at()+".leds_cluster_locality_config.leds_config", "must have self set")
+	}
+	name := cfg.GetLedsCollectionName()
+	switch {
+	case name == "":
+		c.errs.Add(at()+".leds_cluster_locality_config.leds_collection_name", "must be non-empty")
+	case strings.HasSuffix(name, "/*"):
+		c.errs.Addf(at()+".leds_cluster_locality_config.leds_collection_name",
+			"%q names a glob collection; only list collections are supported", name)
+	}
+	return name
+}
+
+// endpoints decodes a locality's lb_endpoints into the shared backing
+// array; nil when none is valid.
+func (c *localityConverter) endpoints(at func() string, lbs []*endpointpb.LbEndpoint) []Endpoint {
+	eps := c.backing[:len(lbs):len(lbs)]
+	c.backing = c.backing[len(lbs):]
+	n := 0
+	var total uint64
+	for j, lb := range lbs {
+		if c.dec.Decode(lb, &eps[n], func() string { return at() + ".lb_endpoints[" + strconv.Itoa(j) + "]" }) {
+			total += uint64(eps[n].Weight)
+			n++
 		}
 	}
-	return out
+	if total > math.MaxUint32 {
+		c.errs.Addf(at()+".lb_endpoints", "sum of endpoint weights %d exceeds %d", total, uint64(math.MaxUint32))
+	}
+	if n == 0 {
+		return nil
+	}
+	// A full slice expression, so that appending to one locality's
+	// endpoints can never overwrite the next locality's.
+	return eps[:n:n]
+}
+
+// checkPriorities requires priorities contiguous from 0.
+func (c *localityConverter) checkPriorities() {
+	if len(c.out) == 0 || uint64(len(c.weightPerPriority)) == uint64(c.maxPriority)+1 {
+		return
+	}
+	// There are at most len(weightPerPriority) priorities, so a gap shows
+	// up within that many steps.
+	for p := uint32(0); ; p++ {
+		if _, ok := c.weightPerPriority[p]; !ok {
+			c.errs.Addf("endpoints", "priority %d has no localities; priorities must be contiguous from 0 (highest is %d)", p, c.maxPriority)
+			return
+		}
+	}
 }
 
 // convertDrops applies the drop_overloads rules of C-core's

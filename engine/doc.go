@@ -18,7 +18,7 @@
 //
 // [Engine] implements [Source], the one-method interface everything that
 // consumes resources accepts; a [Mux] routes watches across several
-// engines, and [WatchGraph] follows dependencies (Listener → route
+// engines, and graph.Watch (package graph) follows dependencies (Listener → route
 // configuration → clusters → endpoints) over any Source.
 //
 // # Protocol (gRFC A27, A57)

@@ -5,7 +5,7 @@
 // endpoints. Server B is a cluster catalog run by another team: it serves
 // the Cluster resources. An engine.Mux sends every Cluster watch to the
 // engine on B and everything else to the engine on A, and
-// engine.WatchGraph, which only sees one Source, follows the chain
+// graph.Watch, which only sees one Source, follows the chain
 // Listener → RouteConfiguration → Cluster → ClusterLoadAssignment across
 // the two.
 //

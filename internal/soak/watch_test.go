@@ -319,7 +319,7 @@ func (w *resWatch) converged(want proto.Message) (bool, string) {
 	return true, ""
 }
 
-// graphWatch is one engine.WatchGraph from a listener.
+// graphWatch is one graph.Watch from a listener.
 type graphWatch struct {
 	root    registry.Ref
 	c       *checker

@@ -16,10 +16,11 @@
 //	defer e.Close()
 //	cancel := lds.Watch(e, "example.com:443", watcher)
 //
-// [Engine] implements [Source], the one-method interface everything that
-// consumes resources accepts; a [Mux] routes watches across several
-// engines, and graph.Watch (package graph) follows dependencies (Listener → route
-// configuration → clusters → endpoints) over any Source.
+// [Engine] implements [Source], the small interface everything that
+// consumes resources accepts ([NewSource] makes one of a function); a
+// [Mux] routes watches across several engines, and package graph follows
+// dependencies (Listener → route configuration → clusters → endpoints)
+// over any Source.
 //
 // # Protocol (gRFC A27, A57)
 //

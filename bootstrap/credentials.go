@@ -68,6 +68,8 @@ func FieldErrorf(field, format string, args ...any) *FieldError {
 	return &FieldError{Field: field, Err: fmt.Errorf(format, args...)}
 }
 
+// Error returns "field: problem", or the problem alone when no field is
+// named.
 func (e *FieldError) Error() string {
 	if e.Field == "" {
 		return e.Err.Error()

@@ -125,6 +125,7 @@ type Ref struct {
 	Name    string
 }
 
+// String returns "typeURL/name", for logs.
 func (r Ref) String() string { return r.TypeURL + "/" + r.Name }
 
 // DecoderFunc adapts a function to a Decoder.
@@ -203,6 +204,7 @@ type TypeError struct {
 	Err     error  // one of the Err values of this package
 }
 
+// Error names the type by its position and URL.
 func (e *TypeError) Error() string {
 	if e.TypeURL == "" {
 		return fmt.Sprintf("registry: resource type #%d: %v", e.Index, e.Err)
@@ -210,6 +212,7 @@ func (e *TypeError) Error() string {
 	return fmt.Sprintf("registry: resource type #%d (%s): %v", e.Index, e.TypeURL, e.Err)
 }
 
+// Unwrap returns the cause, one of the package's sentinel errors.
 func (e *TypeError) Unwrap() error { return e.Err }
 
 // Registry is an immutable set of resource types keyed by type URL.

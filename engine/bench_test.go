@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"github.com/xdsengine/xdsengine/xdstest"
 	"strconv"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/eds"
+	"github.com/xdsengine/xdsengine/xdstest"
 )
 
 // bigAssignment is an EDS resource of 10 localities × 1,000 endpoints;

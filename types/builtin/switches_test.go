@@ -1,7 +1,6 @@
 package builtin_test
 
 import (
-	"github.com/xdsengine/xdsengine/xdstest"
 	"slices"
 	"testing"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/eds"
 	"github.com/xdsengine/xdsengine/types/leds"
+	"github.com/xdsengine/xdsengine/xdstest"
 )
 
 // TestEndpointFallbackSwitch: GRPC_EXPERIMENTAL_XDS_ENDPOINT_FALLBACK is

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc/codes"
@@ -39,12 +42,7 @@ func (s *sotw) decode(typ registry.ResourceType, resp *discoverypb.DiscoveryResp
 		c.name = c.wrapper
 	}
 	s.reuseCached(typ.TypeURL, cands)
-	for i := range cands {
-		c := &cands[i]
-		if c.err == nil && c.value == nil {
-			c.name, c.value, c.err = s.decodeResource(typ, c.wrapper, c.raw)
-		}
-	}
+	s.decodeAll(typ, cands)
 
 	n := len(cands) + len(resp.GetResourceErrors())
 	r := &Response{Type: typ, Version: resp.GetVersionInfo(), Named: make(map[string]bool, n), Complete: true}
@@ -61,6 +59,58 @@ func (s *sotw) decode(typ registry.ResourceType, resp *discoverypb.DiscoveryResp
 	r.Invalid = t.invalid
 	r.Accepted = r.Valid > 0 || len(t.failures) == 0
 	return r, t
+}
+
+// Parallel decoding: a response with at least parallelMin resources to
+// decode is split across GOMAXPROCS workers, each taking parallelChunk
+// resources at a time. Below that, starting goroutines costs more than it
+// saves.
+const (
+	parallelMin   = 128
+	parallelChunk = 32
+)
+
+// decodeAll decodes and validates every candidate the cache did not
+// answer. Resources are independent and decoders are safe for concurrent
+// use (a registry rule), so a large response is decoded in parallel by a
+// bounded set of workers; the order of the results does not change.
+func (s *sotw) decodeAll(typ registry.ResourceType, cands []candidate) {
+	todo := make([]int, 0, len(cands))
+	for i := range cands {
+		if cands[i].err == nil && cands[i].value == nil {
+			todo = append(todo, i)
+		}
+	}
+	decodeOne := func(i int) {
+		c := &cands[i]
+		c.name, c.value, c.err = s.decodeResource(typ, c.wrapper, c.raw)
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(todo)/parallelChunk)
+	if len(todo) < parallelMin || workers < 2 {
+		for _, i := range todo {
+			decodeOne(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				end := int(next.Add(parallelChunk))
+				start := end - parallelChunk
+				if start >= len(todo) {
+					return
+				}
+				for _, i := range todo[start:min(end, len(todo))] {
+					decodeOne(i)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // unwrapResource takes a resource out of its envelope.Resource wrapper,

@@ -157,7 +157,8 @@ func (e *Engine) dropValueLocked(en *entry) {
 // onValidLocked stores a valid resource and tells the watchers: the new
 // resource when it changed, or a cleared ambient error when it did not.
 func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, wrapper string, version string, c *channel, gate *wire.Gate) {
-	identical := en.value != nil && (bytes.Equal(en.raw, raw) || resourcesEqual(en.value, value))
+	sameBytes := bytes.Equal(en.raw, raw)
+	identical := en.value != nil && (sameBytes || resourcesEqual(en.value, value))
 	en.version = version
 	en.updated = e.clock.Now()
 	en.state = StateACKed
@@ -165,7 +166,7 @@ func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, w
 	en.failedVersion = ""
 	en.failedAt = time.Time{}
 	en.source = c
-	if !bytes.Equal(en.raw, raw) || en.wrapper != wrapper {
+	if !sameBytes || en.wrapper != wrapper {
 		e.setRawLocked(en, raw, wrapper)
 	}
 	if identical {

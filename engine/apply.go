@@ -36,7 +36,7 @@ func (c *channel) ApplyLocked(r *wire.Response, gate *wire.Gate) {
 			e.onDataErrorLocked(en, nack, features.ReasonNACK, r.Version, c, gate)
 			continue
 		}
-		e.onValidLocked(en, res.Value, res.Raw, res.Wrapper, r.Version, c, gate)
+		e.onValidLocked(en, res.Value, res.Raw, res.Wrapper, r.Version, r.Received, c, gate)
 	}
 	for _, re := range r.Errors {
 		c.applyResourceErrorLocked(typeURL, re, r.Version, gate)

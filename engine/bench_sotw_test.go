@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -133,66 +134,124 @@ func rawNsPerOp(tb testing.TB, b []byte) float64 {
 	return float64(best.Nanoseconds()) / rounds
 }
 
-// BenchmarkSotWClusters sends responses of 1,000 Clusters, each watched,
-// through the engine's whole response path (stream, decode, validation,
-// cache, ACK, watcher callbacks) over an in-memory transport. "all"
-// changes every cluster in each response; "one" re-sends 1,000 and
-// changes one. x-raw is the time per response over proto.Unmarshal of
-// the same bytes (response and every resource), measured in the same run.
-func BenchmarkSotWClusters(b *testing.B) {
-	const n = 1000
-	for _, tc := range []struct {
-		name    string
-		changed int
-	}{{"all", n}, {"one", 1}} {
-		b.Run(tc.name, func(b *testing.B) {
-			tr := &memTransport{streams: make(chan *memStream, 1)}
-			e, err := engine.New(engine.Config{
-				Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer("mem")}, Node: bootstrap.Node{ID: "bench"}},
-				Registry:  registry.MustNew(cds.Type),
-				Switches:  &features.Switches{},
-				Transport: tr,
-			})
-			if err != nil {
-				b.Fatal(err)
+// memEngine is an engine on an in-memory transport, for the benchmarks.
+func memEngine(tb testing.TB, reg *registry.Registry) (*engine.Engine, *memTransport) {
+	tr := &memTransport{streams: make(chan *memStream, 1)}
+	e, err := engine.New(engine.Config{
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer("mem")}, Node: bootstrap.Node{ID: "bench"}},
+		Registry:  reg,
+		Switches:  &features.Switches{},
+		Transport: tr,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e, tr
+}
+
+// counter is a watcher that counts deliveries and reports errors.
+type counter struct {
+	tb        testing.TB
+	wg        sync.WaitGroup
+	delivered atomic.Int64
+}
+
+func (c *counter) watcher() engine.ResourceWatcher {
+	return engine.WatcherFuncs{ResourceChanged: func(_ registry.Resource, err error, done func()) {
+		if err != nil {
+			c.tb.Error(err)
+		}
+		c.delivered.Add(1)
+		c.wg.Done()
+		done()
+	}}
+}
+
+// awaitSubscription reads requests until one subscribes to n names, and
+// returns how many requests that took.
+func (s *memStream) awaitSubscription(tb testing.TB, n int) int {
+	requests := 0
+	for names := -1; names != n; {
+		names = len(s.request(tb).GetResourceNames())
+		requests++
+	}
+	return requests
+}
+
+// clusterResponse marshals a CDS response of n clusters.
+func clusterResponse(tb testing.TB, n, changed, salt int) []byte {
+	b, err := proto.Marshal(&discoverypb.DiscoveryResponse{
+		VersionInfo: "v" + strconv.Itoa(salt), TypeUrl: cds.TypeURL, Nonce: strconv.Itoa(salt),
+		Resources: clusterResources(n, changed, salt),
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// envelopeNsPerOp measures proto.Unmarshal of the response envelope alone
+// (the Any values are not opened): the least a client must do to learn
+// that nothing changed.
+func envelopeNsPerOp(tb testing.TB, b []byte) float64 {
+	const batches, rounds = 7, 10
+	best := time.Duration(1<<63 - 1)
+	for j := 0; j < batches; j++ {
+		start := time.Now()
+		for i := 0; i < rounds; i++ {
+			var r discoverypb.DiscoveryResponse
+			if err := proto.Unmarshal(b, &r); err != nil {
+				tb.Fatal(err)
 			}
+		}
+		best = min(best, time.Since(start))
+	}
+	return float64(best.Nanoseconds()) / rounds
+}
+
+// BenchmarkSotWClusters sends responses of n Clusters, each watched,
+// through the engine's whole response path (stream, decode, validation,
+// cache, ACK, watcher callbacks) over an in-memory transport.
+//
+//   - all/N: every cluster changes in each response (scenario a, and the
+//     scale series at 1k, 10k and 100k);
+//   - one/N: the response re-sends N clusters and changes one (scenario c).
+//
+// x-raw is the time per response over proto.Unmarshal of the same bytes
+// (response and every resource), x-envelope over unmarshalling the
+// response envelope alone, both measured in the same run; ns/resource is
+// the time per cluster in the response.
+func BenchmarkSotWClusters(b *testing.B) {
+	for _, tc := range []struct {
+		name       string
+		n, changed int
+	}{
+		{"all/1k", 1000, 1000},
+		{"one/1k", 1000, 1},
+		{"all/10k", 10000, 10000},
+		{"all/100k", 100000, 100000},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			e, tr := memEngine(b, registry.MustNew(cds.Type))
 			defer e.Close()
-			var delivered atomic.Int64
-			var wg sync.WaitGroup
-			for i := 0; i < n; i++ {
-				defer e.Watch(cds.TypeURL, "cluster-"+strconv.Itoa(i), engine.WatcherFuncs{ResourceChanged: func(_ registry.Resource, err error, done func()) {
-					if err != nil {
-						b.Error(err)
-					}
-					delivered.Add(1)
-					wg.Done()
-					done()
-				}})()
+			c := &counter{tb: b}
+			w := c.watcher()
+			for i := 0; i < tc.n; i++ {
+				defer e.Watch(cds.TypeURL, "cluster-"+strconv.Itoa(i), w)()
 			}
 			st := <-tr.streams
-			for names := 0; names < n; {
-				names = len(st.request(b).GetResourceNames())
-			}
-			versions := [2][]byte{}
-			for salt := range versions {
-				versions[salt], err = proto.Marshal(&discoverypb.DiscoveryResponse{
-					VersionInfo: "v", TypeUrl: cds.TypeURL, Nonce: strconv.Itoa(salt),
-					Resources: clusterResources(n, tc.changed, salt),
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
+			st.awaitSubscription(b, tc.n)
+			versions := [2][]byte{clusterResponse(b, tc.n, tc.changed, 0), clusterResponse(b, tc.n, tc.changed, 1)}
 			respond := func(i int, expect int) {
-				wg.Add(expect)
+				c.wg.Add(expect)
 				st.replies <- versions[i%2]
 				if ack := st.request(b); ack.GetErrorDetail() != nil {
 					b.Fatalf("NACK: %v", ack.GetErrorDetail())
 				}
-				wg.Wait()
+				c.wg.Wait()
 			}
-			respond(0, n) // the first delivery of every cluster
-			raw := rawNsPerOp(b, versions[0])
+			respond(0, tc.n) // the first delivery of every cluster
+			raw, envelope := rawNsPerOp(b, versions[0]), envelopeNsPerOp(b, versions[0])
 			b.SetBytes(int64(len(versions[0])))
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -200,10 +259,76 @@ func BenchmarkSotWClusters(b *testing.B) {
 				respond(i, tc.changed)
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/raw, "x-raw")
-			if got, want := delivered.Load(), int64(n+b.N*tc.changed); got != want {
+			perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			b.ReportMetric(perOp/raw, "x-raw")
+			b.ReportMetric(perOp/envelope, "x-envelope")
+			b.ReportMetric(perOp/float64(tc.n), "ns/resource")
+			if got, want := c.delivered.Load(), int64(tc.n+b.N*tc.changed); got != want {
 				b.Fatalf("%d deliveries, want %d", got, want)
 			}
 		})
 	}
+}
+
+// BenchmarkSotWColdStart starts an engine, watches 1,000 clusters, serves
+// them once they are subscribed, and waits for every delivery: the cost of
+// starting up, with requests/op the requests the burst of watches took.
+func BenchmarkSotWColdStart(b *testing.B) {
+	const n = 1000
+	resp := clusterResponse(b, n, 0, 0)
+	raw := rawNsPerOp(b, resp)
+	requests := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e, tr := memEngine(b, registry.MustNew(cds.Type))
+		c := &counter{tb: b}
+		c.wg.Add(n)
+		w := c.watcher()
+		for j := 0; j < n; j++ {
+			e.Watch(cds.TypeURL, "cluster-"+strconv.Itoa(j), w)
+		}
+		st := <-tr.streams
+		requests += st.awaitSubscription(b, n)
+		st.replies <- resp
+		c.wg.Wait()
+		b.StopTimer()
+		e.Close()
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(requests)/float64(b.N), "requests/op")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/raw, "x-raw")
+}
+
+// BenchmarkSotWHeapPerCluster caches 10,000 watched clusters and reports
+// the live heap they add, per cluster: the engine's entry, the decoded
+// cds.Cluster, the cached bytes, the watcher's registration.
+func BenchmarkSotWHeapPerCluster(b *testing.B) {
+	const n = 10000
+	resp := clusterResponse(b, n, 0, 0)
+	var perCluster float64
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		e, tr := memEngine(b, registry.MustNew(cds.Type))
+		c := &counter{tb: b}
+		c.wg.Add(n)
+		w := c.watcher()
+		for j := 0; j < n; j++ {
+			e.Watch(cds.TypeURL, "cluster-"+strconv.Itoa(j), w)
+		}
+		st := <-tr.streams
+		st.awaitSubscription(b, n)
+		st.replies <- resp
+		c.wg.Wait()
+		st.request(b) // the ACK: the response has been applied
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		perCluster = float64(after.HeapAlloc-before.HeapAlloc) / n
+		runtime.KeepAlive(e)
+		e.Close()
+	}
+	b.ReportMetric(perCluster, "B/cluster")
 }

@@ -156,11 +156,11 @@ func (e *Engine) dropValueLocked(en *entry) {
 
 // onValidLocked stores a valid resource and tells the watchers: the new
 // resource when it changed, or a cleared ambient error when it did not.
-func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, wrapper string, version string, c *channel, gate *wire.Gate) {
+func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, wrapper string, version string, received time.Time, c *channel, gate *wire.Gate) {
 	sameBytes := bytes.Equal(en.raw, raw)
 	identical := en.value != nil && (sameBytes || resourcesEqual(en.value, value))
 	en.version = version
-	en.updated = e.clock.Now()
+	en.updated = received
 	en.state = StateACKed
 	en.err = nil
 	en.failedVersion = ""

@@ -26,8 +26,14 @@ type channel struct {
 	transport  Transport
 	buildErr   error
 
-	auths    map[*authority]struct{}
-	versions map[string]string // type URL → last accepted version_info
+	auths map[*authority]struct{}
+	// subscribed caches, per type, the sorted names SubscriptionLocked
+	// returns, until typeChangedLocked says they may have changed (every
+	// change of watches and of the channel's authorities goes through
+	// it): an ACK then costs no walk of the cache and no sort. The
+	// slices are never modified, so the stream may keep them.
+	subscribed map[string][]string
+	versions   map[string]string // type URL → last accepted version_info
 	// status is non-nil from a connectivity failure until the next
 	// response: the error watchers were told (A57).
 	status *Error
@@ -56,6 +62,7 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 		features:   fs,
 		serverInfo: registry.ServerInfo{URI: s.URI, Features: fs},
 		auths:      make(map[*authority]struct{}),
+		subscribed: make(map[string][]string),
 		versions:   make(map[string]string),
 	}
 	var ignored []string
@@ -78,6 +85,7 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 // typeChangedLocked is called when the set of names of a type subscribed
 // on this channel may have changed.
 func (c *channel) typeChangedLocked(typeURL string) {
+	delete(c.subscribed, typeURL)
 	if c.closed {
 		return
 	}

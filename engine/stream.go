@@ -20,6 +20,9 @@ import (
 // left out and, when this is their authority's active channel, deleted:
 // the request about to be written unsubscribes them.
 func (c *channel) SubscriptionLocked(typeURL string) ([]string, string) {
+	if names, ok := c.subscribed[typeURL]; ok {
+		return names, c.versions[typeURL]
+	}
 	var names []string
 	var gone []*entry
 	for a := range c.auths {
@@ -37,6 +40,7 @@ func (c *channel) SubscriptionLocked(typeURL string) ([]string, string) {
 		c.e.removeEntryLocked(en)
 	}
 	slices.Sort(names)
+	c.subscribed[typeURL] = names
 	return names, c.versions[typeURL]
 }
 

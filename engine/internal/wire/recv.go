@@ -60,7 +60,9 @@ func (s *sotw) handle(b []byte, gate *Gate) bool {
 		t       *tally
 	)
 	if perr == nil && known {
+		received := s.cfg.Clock.Now()
 		decoded, t = s.decode(typ, resp)
+		decoded.Received = received
 	}
 	s.cfg.Lock.Lock()
 	defer s.cfg.Lock.Unlock()

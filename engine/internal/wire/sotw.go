@@ -216,6 +216,13 @@ func (s *sotw) settle() {
 	s.builtAt = s.subChanges.Load()
 }
 
+// sameSlice reports whether a and b are the same slice: the host hands
+// back the very slice it gave before while its subscriptions have not
+// changed, so an ACK costs no comparison of every name.
+func sameSlice(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
 // nextRequestLocked builds the request of the next dirty type, in type URL
 // order, skipping one that would repeat the last written request exactly.
 func (s *sotw) nextRequestLocked() *discoverypb.DiscoveryRequest {
@@ -234,7 +241,8 @@ func (s *sotw) nextRequestLocked() *discoverypb.DiscoveryRequest {
 			// server.
 			return nil
 		}
-		if st.nack == nil && st.written && st.lastVer == version && st.lastNon == st.nonce && slices.Equal(st.last, names) {
+		sameNames := sameSlice(st.last, names) || slices.Equal(st.last, names)
+		if st.nack == nil && st.written && st.lastVer == version && st.lastNon == st.nonce && sameNames {
 			continue
 		}
 		if !st.written && len(names) == 0 {
@@ -253,8 +261,10 @@ func (s *sotw) nextRequestLocked() *discoverypb.DiscoveryRequest {
 			s.sentNode = true
 		}
 		st.nack = nil
+		if !sameNames || !st.written {
+			s.trackSubscriptionsLocked(st, names)
+		}
 		st.last, st.lastVer, st.lastNon, st.written = names, version, st.nonce, true
-		s.trackSubscriptionsLocked(st, names)
 		return req
 	}
 	return nil

@@ -39,7 +39,9 @@ type Host interface {
 	// SubscribedTypesLocked lists the types with a subscribed name.
 	SubscribedTypesLocked() []string
 	// SubscriptionLocked returns the names of typeURL to subscribe to,
-	// sorted, and the last version accepted from this server.
+	// sorted, and the last version accepted from this server. The stream
+	// keeps the slice; the host must not modify it, and may return the
+	// same slice again while the names have not changed.
 	SubscriptionLocked(typeURL string) (names []string, version string)
 	// TimerLocked reports whether name (a cache key) needs a
 	// does-not-exist timer now that its subscription is written, and its
@@ -123,6 +125,8 @@ type Config struct {
 type Response struct {
 	Type    registry.ResourceType
 	Version string
+	// Received is when the response was read, on Config.Clock.
+	Received time.Time
 	// Resources are those whose name resolves, each name once: valid ones
 	// with Value, invalid ones with Err.
 	Resources []Resource

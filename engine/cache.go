@@ -97,10 +97,12 @@ func (s CacheState) MetricLabel(cached bool) string {
 // entry is the cache entry of one (type, name): the resource in use and
 // the last error, held independently (A88), and the watchers.
 type entry struct {
-	typ      registry.ResourceType
-	name     string // cache key: the name, canonical for xdstp
-	auth     *authority
-	watchers map[*watch]struct{}
+	typ  *registry.ResourceType // shared by every entry of the type
+	name string                 // cache key: the name, canonical for xdstp
+	auth *authority
+	// watchers are in the order they came: usually one or two, so a
+	// slice costs less than a map and notifies in a stable order.
+	watchers []*watch
 	// orphaned: no watcher, waiting for a request without it to be sent.
 	orphaned bool
 

@@ -36,8 +36,11 @@ const (
 // needs, caches what the servers send and tells watchers (gRFC A27, A57,
 // A71, A88, A95). It is safe for concurrent use.
 type Engine struct {
-	cfg        Config
-	reg        *registry.Registry
+	cfg Config
+	reg *registry.Registry
+	// types are the registered types on under the switches, shared by
+	// the cache entries rather than copied into each.
+	types      map[string]*registry.ResourceType
 	clock      Clock
 	log        *slog.Logger
 	switches   features.Switches
@@ -82,6 +85,12 @@ func New(cfg Config) (*Engine, error) {
 		byContent:   make(map[contentKey]*entry),
 	}
 	e.applyDefaults()
+	e.types = make(map[string]*registry.ResourceType, cfg.Registry.Len())
+	for _, u := range cfg.Registry.TypeURLs() {
+		if t, _ := cfg.Registry.Lookup(u); t.EnabledUnder(e.switches) {
+			e.types[u] = &t
+		}
+	}
 	if err := checkServers(e.cfg.Transport, cfg.Bootstrap); err != nil {
 		return nil, err
 	}

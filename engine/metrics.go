@@ -174,7 +174,7 @@ func (e *Engine) observeGauges(o metric.Observer, m *metrics, connected, resourc
 				if en.orphaned {
 					continue
 				}
-				counts[key{a.displayName(), resourceTypeLabel(en.typ), en.state.MetricLabel(en.value != nil)}]++
+				counts[key{a.displayName(), resourceTypeLabel(*en.typ), en.state.MetricLabel(en.value != nil)}]++
 			}
 		}
 	}

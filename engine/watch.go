@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"google.golang.org/grpc/codes"
@@ -32,8 +33,8 @@ func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) 
 	if e.closed {
 		return func() {}
 	}
-	typ, ok := e.lookupType(typeURL)
-	if !ok {
+	typ := e.types[typeURL]
+	if typ == nil {
 		cause := fmt.Errorf("resource type %q is not registered", typeURL)
 		if _, registered := e.reg.Lookup(typeURL); registered {
 			cause = fmt.Errorf("resource type %q is switched off by the engine's switches (Config.Switches, or gRPC's GRPC_EXPERIMENTAL_XDS_* environment variables)", typeURL)
@@ -55,13 +56,13 @@ func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) 
 	en := byName[key]
 	created := en == nil
 	if created {
-		en = &entry{typ: typ, name: key, auth: a, watchers: make(map[*watch]struct{})}
+		en = &entry{typ: typ, name: key, auth: a}
 		byName[key] = en
 	}
 	wasOrphan := en.orphaned
 	en.orphaned = false
 	h := &watch{w: w, entry: en}
-	en.watchers[h] = struct{}{}
+	en.watchers = append(en.watchers, h)
 	if created || wasOrphan {
 		e.subscribeLocked(en, created)
 	}
@@ -72,11 +73,10 @@ func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) 
 // lookupType returns a registered type that is on under the engine's
 // switches.
 func (e *Engine) lookupType(typeURL string) (registry.ResourceType, bool) {
-	t, ok := e.reg.Lookup(typeURL)
-	if !ok || !t.EnabledUnder(e.switches) {
-		return registry.ResourceType{}, false
+	if t := e.types[typeURL]; t != nil {
+		return *t, true
 	}
-	return t, true
+	return registry.ResourceType{}, false
 }
 
 func (e *Engine) failWatchLocked(w ResourceWatcher, err *Error) {
@@ -136,7 +136,9 @@ func (e *Engine) cancelWatch(h *watch) {
 		return
 	}
 	en := h.entry
-	delete(en.watchers, h)
+	if i := slices.Index(en.watchers, h); i >= 0 {
+		en.watchers = slices.Delete(en.watchers, i, i+1)
+	}
 	if len(en.watchers) > 0 {
 		return
 	}
@@ -201,13 +203,13 @@ func (e *Engine) notifyChangedLocked(en *entry, r registry.Resource, err error, 
 		return
 	}
 	u := e.updateLocked(en, r, err)
-	for h := range en.watchers {
+	for _, h := range en.watchers {
 		e.deliverLocked(h, gate, func(done func()) { deliverChange(h.w, u, done) })
 	}
 }
 
 func (e *Engine) notifyAmbientLocked(en *entry, err error, gate *wire.Gate) {
-	for h := range en.watchers {
+	for _, h := range en.watchers {
 		e.deliverLocked(h, gate, func(done func()) { h.w.OnAmbientError(err, done) })
 	}
 }

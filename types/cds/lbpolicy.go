@@ -150,7 +150,7 @@ func (c lbConverter) convert(pb *clusterpb.Cluster) LBPolicy {
 	case clusterpb.Cluster_ROUND_ROBIN:
 		// gRPC's reading of ROUND_ROBIN: weighted across localities, round
 		// robin within one (gRFC A52).
-		return LBPolicy{Kind: LBWrrLocality, Child: &LBPolicy{Kind: LBRoundRobin}}
+		return LBPolicy{Kind: LBWrrLocality, Child: roundRobinChild}
 	case clusterpb.Cluster_RING_HASH:
 		return LBPolicy{Kind: LBRingHash, RingHash: c.legacyRingHash(pb.GetRingHashLbConfig())}
 	case clusterpb.Cluster_LEAST_REQUEST:
@@ -354,3 +354,8 @@ func (c lbConverter) weightedRoundRobin(m *cswrrpb.ClientSideWeightedRoundRobin,
 	}
 	return cfg
 }
+
+// roundRobinChild is the child policy of every cluster that says
+// ROUND_ROBIN, the most common: decoded resources are never modified, so
+// they share one value rather than each holding a copy.
+var roundRobinChild = &LBPolicy{Kind: LBRoundRobin}

@@ -2,8 +2,9 @@
 // it opens the stream, builds each request from the engine's
 // subscriptions when the stream can take it, keeps the nonce and pending
 // NACK per type, runs the does-not-exist timers of what it wrote, and
-// decodes each response (stage 1 of the response path) before handing it
-// to the engine to apply.
+// decodes each response (stage 1 of the response path; a large one in
+// parallel, by a bounded set of workers) before handing it to the engine
+// to apply.
 //
 // The package knows nothing of the cache or the watchers: the engine is a
 // [Host], and a stream is a [Stream]. State of the World is [NewSotW]; an

@@ -271,6 +271,24 @@ func BenchmarkSotWClusters(b *testing.B) {
 	}
 }
 
+// startAndServe starts an engine, watches n clusters, serves resp once
+// they are subscribed and waits for every delivery. It returns the number
+// of requests the burst of watches took.
+func startAndServe(tb testing.TB, n int, resp []byte) (*engine.Engine, *memStream, int) {
+	e, tr := memEngine(tb, registry.MustNew(cds.Type))
+	c := &counter{tb: tb}
+	c.wg.Add(n)
+	w := c.watcher()
+	for j := 0; j < n; j++ {
+		e.Watch(cds.TypeURL, "cluster-"+strconv.Itoa(j), w)
+	}
+	st := <-tr.streams
+	requests := st.awaitSubscription(tb, n)
+	st.replies <- resp
+	c.wg.Wait()
+	return e, st, requests
+}
+
 // BenchmarkSotWColdStart starts an engine, watches 1,000 clusters, serves
 // them once they are subscribed, and waits for every delivery: the cost of
 // starting up, with requests/op the requests the burst of watches took.
@@ -282,17 +300,8 @@ func BenchmarkSotWColdStart(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		e, tr := memEngine(b, registry.MustNew(cds.Type))
-		c := &counter{tb: b}
-		c.wg.Add(n)
-		w := c.watcher()
-		for j := 0; j < n; j++ {
-			e.Watch(cds.TypeURL, "cluster-"+strconv.Itoa(j), w)
-		}
-		st := <-tr.streams
-		requests += st.awaitSubscription(b, n)
-		st.replies <- resp
-		c.wg.Wait()
+		e, _, r := startAndServe(b, n, resp)
+		requests += r
 		b.StopTimer()
 		e.Close()
 		b.StartTimer()
@@ -313,17 +322,7 @@ func BenchmarkSotWHeapPerCluster(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		e, tr := memEngine(b, registry.MustNew(cds.Type))
-		c := &counter{tb: b}
-		c.wg.Add(n)
-		w := c.watcher()
-		for j := 0; j < n; j++ {
-			e.Watch(cds.TypeURL, "cluster-"+strconv.Itoa(j), w)
-		}
-		st := <-tr.streams
-		st.awaitSubscription(b, n)
-		st.replies <- resp
-		c.wg.Wait()
+		e, st, _ := startAndServe(b, n, resp)
 		st.request(b) // the ACK: the response has been applied
 		runtime.GC()
 		runtime.ReadMemStats(&after)

@@ -5,45 +5,21 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 
-	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
-	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/internal/testutil/testengine"
 	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
 	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
 	"github.com/xdsengine/xdsengine/xdstest"
 )
 
-// fastDial keeps gRPC's own reconnection backoff short, so that a restarted
-// management server is found in milliseconds.
-var fastDial = grpc.WithConnectParams(grpc.ConnectParams{
-	Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.2, MaxDelay: 100 * time.Millisecond},
-	MinConnectTimeout: time.Second,
-})
+// fastDial keeps gRPC's own reconnection backoff short.
+var fastDial = testengine.FastDial
 
 // realClockEngine is an engine on the real clock with short retry delays.
 func realClockEngine(t *testing.T, addr string, mutate func(*engine.Config)) *engine.Engine {
-	t.Helper()
-	sw := features.Switches{}
-	cfg := engine.Config{
-		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: nodeID}},
-		Registry:  testtype.Registry(),
-		Transport: engine.GRPCTransport(fastDial),
-		Backoff:   func(int) time.Duration { return 20 * time.Millisecond },
-		Switches:  &sw,
-	}
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	e, err := engine.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
+	return testengine.RealClock(t, addr, nodeID, mutate)
 }
 
 func field(t *testing.T, ev watchrec.Event, key string) any {

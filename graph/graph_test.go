@@ -12,10 +12,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
-	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/graph"
+	"github.com/xdsengine/xdsengine/internal/testutil/testengine"
 	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/xdstest"
@@ -266,24 +265,7 @@ const (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// realClockEngine is an engine on the real clock with short retries,
-// for a server at addr.
+// realClockEngine is an engine on the real clock with short retries.
 func realClockEngine(t *testing.T, addr string, mutate func(*engine.Config)) *engine.Engine {
-	t.Helper()
-	sw := features.Switches{}
-	cfg := engine.Config{
-		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: nodeID}},
-		Registry:  testtype.Registry(),
-		Backoff:   func(int) time.Duration { return 20 * time.Millisecond },
-		Switches:  &sw,
-	}
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	e, err := engine.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
+	return testengine.RealClock(t, addr, nodeID, mutate)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
 	"strings"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"

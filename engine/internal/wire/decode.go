@@ -151,6 +151,9 @@ func (s *sotw) reuseCached(typeURL string, cands []candidate) {
 	}
 	s.cfg.Lock.Lock()
 	defer s.cfg.Lock.Unlock()
+	if s.ended {
+		return // what is decoded now is dropped unread
+	}
 	for i := range cands {
 		c := &cands[i]
 		if c.err != nil {

@@ -27,8 +27,9 @@ type Stream interface {
 	// StartedLocked reports whether the stream is open, so that what the
 	// engine subscribes to will be written.
 	StartedLocked() bool
-	// EndLocked ends the stream and its timers. No Host method runs for
-	// the stream afterwards. Idempotent.
+	// EndLocked ends the stream and its timers. No Locked Host method
+	// runs for the stream afterwards (a decode under way may still call
+	// ResolveName). Idempotent.
 	EndLocked()
 }
 

@@ -67,14 +67,23 @@ func Cluster(name, edsServiceName string) *clusterpb.Cluster {
 // Locality describes one locality of a ClusterLoadAssignment: either its
 // endpoints ("ip:port") or the LEDS collection that holds them.
 type Locality struct {
-	Zone       string
-	Priority   uint32
-	Weight     uint32 // 0 means 1
-	Endpoints  []string
+	// Zone is the locality's zone; its region is always "region".
+	Zone string
+	// Priority is the locality's priority, 0 the highest.
+	Priority uint32
+	// Weight is the locality's load-balancing weight; 0 means 1.
+	Weight uint32
+	// Endpoints are the locality's endpoints, each "ip:port", listed
+	// inline.
+	Endpoints []string
+	// Collection, when set, is the name of the LEDS LbEndpointCollection
+	// that holds the locality's endpoints (gRFC A95); serve it with
+	// [Wrapped] and [Collection].
 	Collection string
 }
 
-// ClusterLoadAssignment builds an EDS resource from localities.
+// ClusterLoadAssignment builds an EDS resource from localities. It panics
+// like [LbEndpoint] on an endpoint that is not "ip:port".
 func ClusterLoadAssignment(name string, localities ...Locality) *endpointpb.ClusterLoadAssignment {
 	cla := &endpointpb.ClusterLoadAssignment{ClusterName: name}
 	for _, l := range localities {
@@ -101,7 +110,8 @@ func ClusterLoadAssignment(name string, localities ...Locality) *endpointpb.Clus
 	return cla
 }
 
-// LbEndpoint is a healthy endpoint at addr ("ip:port").
+// LbEndpoint is a healthy endpoint at addr ("ip:port"). It panics if addr
+// is not a host and a numeric port.
 func LbEndpoint(addr string) *endpointpb.LbEndpoint {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -122,7 +132,7 @@ func LbEndpoint(addr string) *endpointpb.LbEndpoint {
 }
 
 // Collection is an LbEndpointCollection of the endpoints ("ip:port"), each
-// an inline entry (gRFC A95).
+// an inline entry (gRFC A95). It panics like [LbEndpoint].
 func Collection(endpoints ...string) *endpointpb.LbEndpointCollection {
 	c := &endpointpb.LbEndpointCollection{}
 	for i, ep := range endpoints {

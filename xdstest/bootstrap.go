@@ -21,6 +21,21 @@ type BootstrapOptions struct {
 	// Fallback servers follow this one in "xds_servers", in order (gRFC
 	// A71).
 	Fallback []*Server
+	// Authorities are the bootstrap's "authorities" (gRFC A47), by name,
+	// for clients that watch xdstp:// resource names.
+	Authorities map[string]Authority
+}
+
+// Authority is one entry of [BootstrapOptions.Authorities].
+type Authority struct {
+	// Servers are the authority's "xds_servers", in priority order; each
+	// has the bootstrap's ServerFeatures. Empty means the top-level
+	// servers.
+	Servers []*Server
+	// FallbackOnReachabilityOnly makes the client fall back to the
+	// authority's next server whenever the current one is unreachable,
+	// even with every resource cached (gRFC A95).
+	FallbackOnReachabilityOnly bool
 }
 
 // ServerConfig is the bootstrap's entry for this server: its address
@@ -39,21 +54,33 @@ func (s *Server) Bootstrap(opts BootstrapOptions) []byte {
 		ChannelCreds   []map[string]any `json:"channel_creds"`
 		ServerFeatures []string         `json:"server_features,omitempty"`
 	}
-	entry := func(srv *Server, features []string) server {
-		return server{URI: srv.Addr(), ChannelCreds: []map[string]any{{"type": "insecure"}}, ServerFeatures: features}
+	type authority struct {
+		Servers                    []server `json:"xds_servers,omitempty"`
+		FallbackOnReachabilityOnly bool     `json:"fallback_on_reachability_only,omitempty"`
 	}
-	servers := []server{entry(s, opts.ServerFeatures)}
-	for _, f := range opts.Fallback {
-		servers = append(servers, entry(f, opts.ServerFeatures))
+	entries := func(srvs []*Server) []server {
+		var out []server
+		for _, srv := range srvs {
+			out = append(out, server{URI: srv.Addr(), ChannelCreds: []map[string]any{{"type": "insecure"}}, ServerFeatures: opts.ServerFeatures})
+		}
+		return out
 	}
 	id := opts.NodeID
 	if id == "" {
 		id = DefaultNodeID
 	}
-	b, err := json.MarshalIndent(map[string]any{
-		"xds_servers": servers,
+	root := map[string]any{
+		"xds_servers": entries(append([]*Server{s}, opts.Fallback...)),
 		"node":        map[string]any{"id": id},
-	}, "", "  ")
+	}
+	if len(opts.Authorities) > 0 {
+		auths := make(map[string]authority, len(opts.Authorities))
+		for name, a := range opts.Authorities {
+			auths[name] = authority{Servers: entries(a.Servers), FallbackOnReachabilityOnly: a.FallbackOnReachabilityOnly}
+		}
+		root["authorities"] = auths
+	}
+	b, err := json.MarshalIndent(root, "", "  ")
 	if err != nil {
 		panic("xdstest: bootstrap: " + err.Error()) // plain strings and slices always marshal
 	}

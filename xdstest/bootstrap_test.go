@@ -56,6 +56,44 @@ func TestBootstrapParses(t *testing.T) {
 	}
 }
 
+// TestBootstrapAuthorities: the authorities round-trip through
+// bootstrap.Parse, with their own servers or the top-level ones.
+func TestBootstrapAuthorities(t *testing.T) {
+	primary := xdstest.NewServer(t, xdstest.Options{Name: "primary"})
+	other := xdstest.NewServer(t, xdstest.Options{Name: "other"})
+	bs, err := bootstrap.Parse(primary.Bootstrap(xdstest.BootstrapOptions{
+		ServerFeatures: []string{"fail_on_data_errors"},
+		Authorities: map[string]xdstest.Authority{
+			"own.example":     {Servers: []*xdstest.Server{other, primary}, FallbackOnReachabilityOnly: true},
+			"default.example": {},
+		},
+	}))
+	if err != nil {
+		t.Fatalf("bootstrap.Parse: %v", err)
+	}
+	if len(bs.Authorities) != 2 {
+		t.Fatalf("authorities %+v, want own.example and default.example", bs.Authorities)
+	}
+	own := bs.Authorities["own.example"]
+	var uris []string
+	for _, s := range own.Servers {
+		uris = append(uris, s.URI)
+		if !slices.Equal(s.ServerFeatures, []string{"fail_on_data_errors"}) {
+			t.Errorf("own.example server %s features %v, want [fail_on_data_errors]", s.URI, s.ServerFeatures)
+		}
+	}
+	if want := []string{other.Addr(), primary.Addr()}; !slices.Equal(uris, want) {
+		t.Errorf("own.example servers %v, want %v", uris, want)
+	}
+	if !own.FallbackOnReachabilityOnly {
+		t.Error("own.example: FallbackOnReachabilityOnly false, want true")
+	}
+	def, ok := bs.Authorities["default.example"]
+	if !ok || len(def.Servers) != 0 || def.FallbackOnReachabilityOnly {
+		t.Errorf("default.example = %+v (present %v), want present with no servers of its own", def, ok)
+	}
+}
+
 // TestCutConnections: open streams fail as on a network failure, and the
 // server keeps serving: the client's next stream gets the resources.
 func TestCutConnections(t *testing.T) {

@@ -8,6 +8,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/types/builtin"
+	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/xdstest"
 )
 
@@ -116,5 +119,54 @@ func TestCutConnections(t *testing.T) {
 	c.subscribe(ldsURL, "", "l1")
 	if got := names(t, c.expectOne(ldsURL)); !slices.Equal(got, []string{"l1"}) {
 		t.Fatalf("after the cut: resources %v, want [l1]", got)
+	}
+}
+
+// TestBootstrapAuthorityServes: an engine built from the bootstrap fetches
+// an xdstp:// cluster from the authority's own server, which is the only
+// one that has it.
+func TestBootstrapAuthorityServes(t *testing.T) {
+	primary := xdstest.NewServer(t, xdstest.Options{Name: "primary"})
+	own := xdstest.NewServer(t, xdstest.Options{Name: "own"})
+	const name = "xdstp://own.example/envoy.config.cluster.v3.Cluster/backend"
+	primary.Set()
+	own.Set(xdstest.R(name, xdstest.Cluster(name, "backend-endpoints")))
+	bs, err := bootstrap.Parse(primary.Bootstrap(xdstest.BootstrapOptions{
+		Authorities: map[string]xdstest.Authority{"own.example": {Servers: []*xdstest.Server{own}}},
+	}))
+	if err != nil {
+		t.Fatalf("bootstrap.Parse: %v", err)
+	}
+	e, err := engine.New(engine.Config{Bootstrap: bs, Registry: builtin.Registry()})
+	if err != nil {
+		t.Fatalf("engine.New: %v", err)
+	}
+	defer e.Close()
+	got := make(chan string, 1)
+	defer cds.Watch(e, name, engine.TypedWatcherFuncs[*cds.Cluster]{
+		ResourceChanged: func(c *cds.Cluster, err error, done func()) {
+			defer done()
+			msg := ""
+			if err != nil {
+				msg = err.Error()
+			} else {
+				msg = c.EDSName()
+			}
+			select {
+			case got <- msg:
+			default:
+			}
+		},
+	})()
+	select {
+	case msg := <-got:
+		if msg != "backend-endpoints" {
+			t.Fatalf("watcher got %q, want the cluster with EDS name backend-endpoints", msg)
+		}
+	case <-ctxT(t).Done():
+		t.Fatal("no update for the authority's cluster")
+	}
+	if n := primary.StreamsOpened(); n != 0 {
+		t.Errorf("primary saw %d streams, want 0: the authority has its own server", n)
 	}
 }

@@ -337,6 +337,34 @@ func TestCoalescing(t *testing.T) {
 	t.Logf("%d watches of 2 types in %v: %d requests", 2*n, burst, requests)
 }
 
+// TestBurstOnOpenStream: a burst of watches on a stream that is already
+// open (so it cannot all be in the stream's first request) still leaves
+// in a few requests, not one per watch: each SotW request makes the
+// server send the type's every subscribed resource again.
+func TestBurstOnOpenStream(t *testing.T) {
+	const n = 20000
+	f := newFixture(t, fixtureOpts{})
+	var w engine.WatcherFuncs
+	f.eng.Watch(thing, "first", w)
+	st := f.servers[0].WaitStream(t)
+	recvNames(t, st, thing, "first")
+	for i := 0; i < n; i++ {
+		f.eng.Watch(thing, "t"+itoa(i), w)
+	}
+	requests := 0
+	for {
+		req := st.RecvT(t)
+		requests++
+		if len(req.GetResourceNames()) == n+1 {
+			break
+		}
+	}
+	if requests > 8 {
+		t.Fatalf("%d watches on an open stream took %d requests, want a few", n, requests)
+	}
+	t.Logf("%d watches on an open stream: %d requests", n, requests)
+}
+
 func itoa(i int) string { return strconv.Itoa(i) }
 
 // TestUnchangedBytesAreNotDecoded: a resource re-sent with the same bytes

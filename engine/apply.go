@@ -13,20 +13,18 @@ import (
 )
 
 // This file is the second stage of the response path: a response the wire
-// package has decoded is applied to the cache in one critical section.
+// package has decoded is applied to the cache, in critical sections of
+// wire.ApplyPart resources.
 // The watcher notifications it schedules hold the response's gate; they
 // run, as the third stage, outside the lock.
 
-// ApplyLocked applies a decoded response: valid resources update the
-// cache, invalid ones are data errors, TP3 errors move their entries to
-// RECEIVED_ERROR, and, for types whose SotW responses carry every
-// resource, what is missing from a response that named everything has
-// been deleted.
-func (c *channel) ApplyLocked(r *wire.Response, gate *wire.Gate) {
+// ApplyResourcesLocked applies resources of a decoded response: valid
+// ones update the cache, invalid ones are data errors.
+func (c *channel) ApplyResourcesLocked(r *wire.Response, part []wire.Resource, gate *wire.Gate) {
 	e := c.e
 	typeURL := r.Type.TypeURL
-	for i := range r.Resources {
-		res := &r.Resources[i]
+	for i := range part {
+		res := &part[i]
 		_, en := e.lookupEntryLocked(typeURL, res.Key)
 		if en == nil {
 			continue
@@ -36,8 +34,16 @@ func (c *channel) ApplyLocked(r *wire.Response, gate *wire.Gate) {
 			e.onDataErrorLocked(en, nack, features.ReasonNACK, r.Version, c, gate)
 			continue
 		}
-		e.onValidLocked(en, res.Value, res.Raw, res.Wrapper, r.Version, r.Received, c, gate)
+		e.onValidLocked(en, res.Value, res.Raw, res.Hash, res.Wrapper, r.Version, r.Received, c, gate)
 	}
+}
+
+// FinishLocked completes a response once its resources are applied: TP3
+// errors move their entries to RECEIVED_ERROR and, for types whose SotW
+// responses carry every resource, what is missing from a response that
+// named everything has been deleted.
+func (c *channel) FinishLocked(r *wire.Response, gate *wire.Gate) {
+	typeURL := r.Type.TypeURL
 	for _, re := range r.Errors {
 		c.applyResourceErrorLocked(typeURL, re, r.Version, gate)
 	}
@@ -47,7 +53,7 @@ func (c *channel) ApplyLocked(r *wire.Response, gate *wire.Gate) {
 	if r.Accepted {
 		c.versions[typeURL] = r.Version
 	}
-	e.metrics.resourceUpdates(c, r.Type, r.Valid, r.Invalid)
+	c.e.metrics.resourceUpdates(c, r.Type, r.Valid, r.Invalid)
 }
 
 // applyResourceErrorLocked applies an xRFC TP3 entry. NOT_FOUND and
@@ -116,7 +122,7 @@ func (c *channel) CachedLocked(typeURL, wrapper string, hash uint64, raw []byte)
 	if wrapper != "" {
 		_, en = e.lookupEntryLocked(typeURL, wrapper)
 	} else {
-		en = e.byContent[contentKey{typeURL, hash}]
+		en = e.byContent[contentKey{e.types[typeURL], hash}]
 	}
 	if en == nil || en.value == nil || en.source != c || en.wrapper != wrapper || !bytes.Equal(en.raw, raw) {
 		return "", nil, false

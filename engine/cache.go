@@ -129,36 +129,42 @@ type entry struct {
 // contentKey indexes cached resources that came without a wrapper by
 // their bytes, so a resource re-sent unchanged is recognized without
 // decoding it. Wrapped ones are found by their wrapper's name.
+// The type is the engine's shared descriptor, whose pointer hashes faster
+// than its URL.
 type contentKey struct {
-	typeURL string
-	hash    uint64
+	typ  *registry.ResourceType
+	hash uint64
 }
 
 // setRawLocked records the bytes a cached value was decoded from, and the
-// wrapper name they came with.
-func (e *Engine) setRawLocked(en *entry, raw []byte, wrapper string) {
+// wrapper name they came with. hash is raw's under the engine's seed when
+// the caller has it, else 0.
+func (e *Engine) setRawLocked(en *entry, raw []byte, hash uint64, wrapper string) {
 	if en.raw != nil && en.wrapper == "" {
-		k := contentKey{en.typ.TypeURL, en.rawHash}
+		k := contentKey{en.typ, en.rawHash}
 		if e.byContent[k] == en {
 			delete(e.byContent, k)
 		}
 	}
 	en.raw, en.wrapper = raw, wrapper
 	if raw != nil && wrapper == "" {
-		en.rawHash = maphash.Bytes(e.hashSeed, raw)
-		e.byContent[contentKey{en.typ.TypeURL, en.rawHash}] = en
+		if hash == 0 {
+			hash = maphash.Bytes(e.hashSeed, raw)
+		}
+		en.rawHash = hash
+		e.byContent[contentKey{en.typ, hash}] = en
 	}
 }
 
 func (e *Engine) dropValueLocked(en *entry) {
 	en.value = nil
 	en.source = nil
-	e.setRawLocked(en, nil, "")
+	e.setRawLocked(en, nil, 0, "")
 }
 
 // onValidLocked stores a valid resource and tells the watchers: the new
 // resource when it changed, or a cleared ambient error when it did not.
-func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, wrapper string, version string, received time.Time, c *channel, gate *wire.Gate) {
+func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, hash uint64, wrapper string, version string, received time.Time, c *channel, gate *wire.Gate) {
 	sameBytes := bytes.Equal(en.raw, raw)
 	identical := en.value != nil && (sameBytes || resourcesEqual(en.value, value))
 	en.version = version
@@ -169,7 +175,7 @@ func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, w
 	en.failedAt = time.Time{}
 	en.source = c
 	if !sameBytes || en.wrapper != wrapper {
-		e.setRawLocked(en, raw, wrapper)
+		e.setRawLocked(en, raw, hash, wrapper)
 	}
 	if identical {
 		if en.ambient != nil {

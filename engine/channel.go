@@ -27,12 +27,10 @@ type channel struct {
 	buildErr   error
 
 	auths map[*authority]struct{}
-	// subscribed caches, per type, the sorted names SubscriptionLocked
-	// returns, until typeChangedLocked says they may have changed (every
-	// change of watches and of the channel's authorities goes through
-	// it): an ACK then costs no walk of the cache and no sort. The
-	// slices are never modified, so the stream may keep them.
-	subscribed map[string][]string
+	// subscribed keeps, per type, the sorted names SubscriptionLocked
+	// returns, so that an ACK costs no walk of the cache and no sort, and
+	// a watch added or cancelled costs a merge rather than a rebuild.
+	subscribed map[string]*subscribedNames
 	versions   map[string]string // type URL → last accepted version_info
 	// status is non-nil from a connectivity failure until the next
 	// response: the error watchers were told (A57).
@@ -62,7 +60,7 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 		features:   fs,
 		serverInfo: registry.ServerInfo{URI: s.URI, Features: fs},
 		auths:      make(map[*authority]struct{}),
-		subscribed: make(map[string][]string),
+		subscribed: make(map[string]*subscribedNames),
 		versions:   make(map[string]string),
 	}
 	var ignored []string
@@ -83,9 +81,26 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 }
 
 // typeChangedLocked is called when the set of names of a type subscribed
-// on this channel may have changed.
+// on this channel may have changed in any way (an authority came or
+// went): the list is built afresh.
 func (c *channel) typeChangedLocked(typeURL string) {
 	delete(c.subscribed, typeURL)
+	c.wakeStreamLocked(typeURL)
+}
+
+// nameChangedLocked is called when one name (a cache key) of a type may
+// have joined or left the channel's subscriptions: a watch created or
+// revived its entry, or its last watch was cancelled.
+func (c *channel) nameChangedLocked(typeURL, key string) {
+	if sn := c.subscribed[typeURL]; sn != nil {
+		sn.touch(key)
+	}
+	c.wakeStreamLocked(typeURL)
+}
+
+// wakeStreamLocked has the channel's stream write typeURL's subscriptions,
+// starting a stream if none is running or waiting out a backoff.
+func (c *channel) wakeStreamLocked(typeURL string) {
 	if c.closed {
 		return
 	}

@@ -110,8 +110,11 @@
 // timers and the decode stage) lives in the internal package wire, behind
 // a small stream interface, so that an incremental stream can sit beside
 // the State-of-the-World one. A response goes through three stages:
-// decoded with no engine lock held, applied to the cache in one short
-// critical section, then delivered to watchers on the serializer.
+// decoded with no engine lock held, applied to the cache in short
+// critical sections of a few dozen resources (a Watch call made meanwhile
+// waits for one of them, not for the whole response; no request of the
+// type is written until the last), then delivered to watchers on the
+// serializer.
 //
 // # Environment
 //

@@ -57,6 +57,9 @@ type Engine struct {
 	// starts and ends: the engine's lock is held then, so subscriptions
 	// cannot change, and request batching must not mistake that for quiet.
 	applying atomic.Uint64
+	// callers counts Watch and cancel calls waiting for the lock: a
+	// response applied in parts lets them in between parts.
+	callers atomic.Int32
 	// maxResponseBytes and slowWatcherThreshold are the Config's, with
 	// their defaults.
 	maxResponseBytes     int

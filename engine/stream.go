@@ -20,9 +20,36 @@ import (
 // left out and, when this is their authority's active channel, deleted:
 // the request about to be written unsubscribes them.
 func (c *channel) SubscriptionLocked(typeURL string) ([]string, string) {
-	if names, ok := c.subscribed[typeURL]; ok {
-		return names, c.versions[typeURL]
+	sn := c.subscribed[typeURL]
+	switch {
+	case sn == nil:
+		sn = &subscribedNames{names: c.collectNamesLocked(typeURL)}
+		c.subscribed[typeURL] = sn
+	case len(sn.touched) > 0:
+		sn.names = c.mergeTouchedLocked(typeURL, sn)
+		sn.touched = nil
 	}
+	return sn.names, c.versions[typeURL]
+}
+
+// subscribedNames is a channel's sorted list of the names of one type,
+// and the names that may have joined or left it since it was built.
+type subscribedNames struct {
+	// names is handed to the stream, which keeps it: never modified, only
+	// replaced.
+	names   []string
+	touched map[string]struct{}
+}
+
+func (sn *subscribedNames) touch(key string) {
+	if sn.touched == nil {
+		sn.touched = make(map[string]struct{})
+	}
+	sn.touched[key] = struct{}{}
+}
+
+// collectNamesLocked builds a type's list from the cache.
+func (c *channel) collectNamesLocked(typeURL string) []string {
 	var names []string
 	var gone []*entry
 	for a := range c.auths {
@@ -40,8 +67,64 @@ func (c *channel) SubscriptionLocked(typeURL string) ([]string, string) {
 		c.e.removeEntryLocked(en)
 	}
 	slices.Sort(names)
-	c.subscribed[typeURL] = names
-	return names, c.versions[typeURL]
+	return names
+}
+
+// mergeTouchedLocked is the list with its touched names brought up to
+// date: a sort of the touched names and one merge, not a sort of all.
+func (c *channel) mergeTouchedLocked(typeURL string, sn *subscribedNames) []string {
+	touched := make([]string, 0, len(sn.touched))
+	for key := range sn.touched {
+		touched = append(touched, key)
+	}
+	slices.Sort(touched)
+	var gone []*entry
+	// member[i]: touched[i] is subscribed now.
+	member := make([]bool, len(touched))
+	for i, key := range touched {
+		en := c.entryLocked(typeURL, key)
+		switch {
+		case en == nil:
+		case en.orphaned:
+			if en.auth.active() == c {
+				gone = append(gone, en)
+			}
+		default:
+			member[i] = true
+		}
+	}
+	old := sn.names
+	out := make([]string, 0, len(old)+len(touched))
+	i, j := 0, 0
+	for i < len(old) || j < len(touched) {
+		switch {
+		case j == len(touched) || (i < len(old) && old[i] < touched[j]):
+			out = append(out, old[i])
+			i++
+		default:
+			if i < len(old) && old[i] == touched[j] {
+				i++
+			}
+			if member[j] {
+				out = append(out, touched[j])
+			}
+			j++
+		}
+	}
+	for _, en := range gone {
+		c.e.removeEntryLocked(en)
+	}
+	return out
+}
+
+// entryLocked finds a cache key among the channel's authorities.
+func (c *channel) entryLocked(typeURL, key string) *entry {
+	for a := range c.auths {
+		if en := a.resources[typeURL][key]; en != nil {
+			return en
+		}
+	}
+	return nil
 }
 
 // SubscribedTypesLocked lists the types with at least one watched name.
@@ -69,6 +152,7 @@ func (c *channel) startStreamLocked() {
 		Open:                 c.openStream,
 		Goroutines:           &e.streamsRun,
 		Applying:             &e.applying,
+		Callers:              &e.callers,
 		Types:                e.lookupType,
 		Switches:             e.switches,
 		Server:               c.serverInfo,

@@ -28,7 +28,7 @@ func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) 
 	if w == nil {
 		panic("engine: Watch with a nil watcher")
 	}
-	e.mu.Lock()
+	e.lockForCaller()
 	defer e.mu.Unlock()
 	if e.closed {
 		return func() {}
@@ -95,7 +95,7 @@ func (e *Engine) subscribeLocked(en *entry, isNew bool) {
 		a.channels = append(a.channels, c)
 	}
 	for _, c := range a.channels {
-		c.typeChangedLocked(en.typ.TypeURL)
+		c.nameChangedLocked(en.typ.TypeURL, en.name)
 	}
 	// A71: watching a new, uncached resource while the active server is
 	// failing is itself a reason to try the next server.
@@ -129,8 +129,16 @@ func (e *Engine) deliverCurrentLocked(h *watch) {
 	}
 }
 
-func (e *Engine) cancelWatch(h *watch) {
+// lockForCaller takes the engine's lock for a Watch or cancel call,
+// which a response being applied lets in between its parts.
+func (e *Engine) lockForCaller() {
+	e.callers.Add(1)
 	e.mu.Lock()
+	e.callers.Add(-1)
+}
+
+func (e *Engine) cancelWatch(h *watch) {
+	e.lockForCaller()
 	defer e.mu.Unlock()
 	if !h.canceled.CompareAndSwap(false, true) || e.closed {
 		return
@@ -151,7 +159,7 @@ func (e *Engine) cancelWatch(h *watch) {
 		if c.stream != nil && c.stream.StartedLocked() {
 			live = true
 		}
-		c.typeChangedLocked(en.typ.TypeURL)
+		c.nameChangedLocked(en.typ.TypeURL, en.name)
 	}
 	if !live {
 		e.removeEntryLocked(en)
@@ -170,7 +178,7 @@ func (e *Engine) removeEntryLocked(en *entry) {
 	if len(byName) == 0 {
 		delete(a.resources, en.typ.TypeURL)
 	}
-	e.setRawLocked(en, nil, "")
+	e.setRawLocked(en, nil, 0, "")
 	if len(a.resources) == 0 {
 		chans := a.channels
 		a.channels = nil

@@ -25,14 +25,16 @@ type candidate struct {
 	name    string // as sent; "" when it could not be learned
 	value   registry.Resource
 	raw     []byte
-	err     error // why the resource is invalid
+	hash    uint64 // raw's, when there is no wrapper
+	err     error  // why the resource is invalid
 }
 
 // decode is the first stage of a response: it unwraps, checks and decodes
 // every resource and TP3 entry, with no lock held, so that a large
 // response stalls neither Watch calls nor other servers' streams.
 // Resources whose bytes equal those cached from this server are not
-// decoded again; the cache is consulted in one short critical section.
+// decoded again; the cache is consulted in critical sections of ApplyPart
+// resources.
 // It returns what the host applies and the failures the NACK lists.
 func (s *sotw) decode(typ registry.ResourceType, resp *discoverypb.DiscoveryResponse) (*Response, *tally) {
 	cands := make([]candidate, len(resp.GetResources()))
@@ -107,6 +109,10 @@ func (s *sotw) decodeAll(typ registry.ResourceType, cands []candidate) {
 				for _, i := range todo[start:min(end, len(todo))] {
 					decodeOne(i)
 				}
+				// The workers fill every P: between chunks, let a
+				// runnable Watch call (or anything else) have one, rather
+				// than wait for the scheduler's 10 ms preemption.
+				runtime.Gosched()
 			}
 		}()
 	}
@@ -143,25 +149,31 @@ func unwrapResource(typ registry.ResourceType, res *anypb.Any) (wrapperName stri
 // again would give the same value: the decoder is deterministic, it sees
 // the same bytes and wrapper name, and the validator saw the same server.
 func (s *sotw) reuseCached(typeURL string, cands []candidate) {
-	hashes := make([]uint64, len(cands))
 	for i := range cands {
 		if cands[i].err == nil && cands[i].wrapper == "" {
-			hashes[i] = maphash.Bytes(s.cfg.HashSeed, cands[i].raw)
+			cands[i].hash = maphash.Bytes(s.cfg.HashSeed, cands[i].raw)
 		}
 	}
-	s.cfg.Lock.Lock()
-	defer s.cfg.Lock.Unlock()
-	if s.ended {
-		return // what is decoded now is dropped unread
-	}
-	for i := range cands {
-		c := &cands[i]
-		if c.err != nil {
-			continue
+	// In parts, as responses are applied, so that Watch calls do not
+	// wait for the whole response.
+	for rest := cands; len(rest) > 0; {
+		part := rest[:min(len(rest), ApplyPart)]
+		rest = rest[len(part):]
+		s.cfg.Lock.Lock()
+		if s.ended {
+			s.cfg.Lock.Unlock()
+			return // what is decoded now is dropped unread
 		}
-		if name, value, ok := s.host.CachedLocked(typeURL, c.wrapper, hashes[i], c.raw); ok {
-			c.name, c.value = name, value
+		for i := range part {
+			c := &part[i]
+			if c.err != nil {
+				continue
+			}
+			if name, value, ok := s.host.CachedLocked(typeURL, c.wrapper, c.hash, c.raw); ok {
+				c.name, c.value = name, value
+			}
 		}
+		s.cfg.Lock.Unlock()
 	}
 }
 
@@ -211,7 +223,7 @@ func (s *sotw) checkResource(r *Response, t *tally, i int, c *candidate) {
 	} else {
 		r.Valid++
 	}
-	r.Resources = append(r.Resources, Resource{Key: key, Wrapper: c.wrapper, Value: c.value, Raw: c.raw, Err: c.err})
+	r.Resources = append(r.Resources, Resource{Key: key, Wrapper: c.wrapper, Value: c.value, Raw: c.raw, Hash: c.hash, Err: c.err})
 }
 
 // checkResourceError adds entry i of an xRFC TP3 resource_errors list to

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -76,29 +77,66 @@ func (s *sotw) handle(b []byte, gate *Gate) bool {
 	case !known:
 		s.cfg.Log.Warn("xDS response for an unregistered type; ignored", "server", s.cfg.Server.URI, "type", resp.GetTypeUrl())
 	default:
-		s.applyLocked(resp.GetNonce(), decoded, t, gate)
+		return s.applyLocked(resp.GetNonce(), decoded, t, gate)
 	}
 	return true
 }
 
-// applyLocked hands a decoded response to the host and answers it.
-func (s *sotw) applyLocked(nonce string, r *Response, t *tally, gate *Gate) {
+// applyLocked hands a decoded response to the host, part by part, and
+// answers it. It reports false if the stream ended between parts: the
+// rest of the response is then not applied, and not answered.
+func (s *sotw) applyLocked(nonce string, r *Response, t *tally, gate *Gate) bool {
 	typeURL := r.Type.TypeURL
 	st := s.typeLocked(typeURL)
 	st.nonce = nonce
-	for _, res := range r.Resources {
-		s.settleLocked(typeURL, res.Key)
+	s.cfg.Applying.Add(1)
+	defer s.cfg.Applying.Add(1)
+	// A request written between parts would carry the new nonce and the
+	// old version: a NACK the server never got. The type waits.
+	st.applying = true
+	for rest := r.Resources; ; {
+		part := rest[:min(len(rest), ApplyPart)]
+		rest = rest[len(part):]
+		// A timer that fires while the parts are applied waits for the
+		// response's gate (holds), so settling part by part is in time.
+		for _, res := range part {
+			s.settleLocked(typeURL, res.Key)
+		}
+		s.host.ApplyResourcesLocked(r, part, gate)
+		if len(rest) == 0 {
+			break
+		}
+		s.cfg.Lock.Unlock()
+		s.yieldToCallers()
+		s.cfg.Lock.Lock()
+		if s.ended {
+			return false
+		}
 	}
+	st.applying = false
 	for _, re := range r.Errors {
 		s.settleLocked(typeURL, re.Key)
 	}
-	s.cfg.Applying.Add(1)
-	s.host.ApplyLocked(r, gate)
-	s.cfg.Applying.Add(1)
+	s.host.FinishLocked(r, gate)
 	if st.nack = t.nackDetail(); st.nack != nil {
 		s.cfg.Log.Warn("xDS response NACKed", "server", s.cfg.Server.URI, "type", r.Type.ShortName(), "version", r.Version, "errors", st.nack.GetMessage())
 	}
 	s.markDirtyLocked(typeURL)
+	return true
+}
+
+// yieldToCallers lets the calls waiting for the lock take it before the
+// next part of a response is applied: a sync.Mutex just unlocked goes to
+// whoever asks first, and that is usually the goroutine that unlocked it.
+// The wait is bounded, in yields, so that calls arriving without pause
+// cannot hold a response back for ever.
+func (s *sotw) yieldToCallers() {
+	if s.cfg.Callers == nil {
+		return
+	}
+	for i := 0; i < 1000 && s.cfg.Callers.Load() > 0; i++ {
+		runtime.Gosched()
+	}
 }
 
 // unreadableLocked answers a response whose envelope does not parse. If

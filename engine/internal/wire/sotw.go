@@ -49,6 +49,16 @@ type streamType struct {
 	lastVer string
 	lastNon string
 	written bool
+	// applying: a response of this type is being applied in parts.
+	applying bool
+	// fresh are the subscriptions new in the request being written: their
+	// timers start when it is.
+	fresh []freshSub
+}
+
+type freshSub struct {
+	name string
+	sub  *subscription
 }
 
 // NewSotW returns a State-of-the-World ADS stream; Start opens it.
@@ -235,6 +245,10 @@ func (s *sotw) nextRequestLocked() *discoverypb.DiscoveryRequest {
 		typeURL := types[0]
 		delete(s.dirty, typeURL)
 		st := s.typeLocked(typeURL)
+		if st.applying {
+			// Its last part marks it dirty again.
+			continue
+		}
 		names, version := s.host.SubscriptionLocked(typeURL)
 		if s.ended {
 			// Unsubscribing what nobody watches any more released the

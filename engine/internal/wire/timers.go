@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"slices"
 	"time"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -45,16 +44,38 @@ type deferredTimer struct {
 // new names get a subscription whose timer starts once the request is
 // written, names left out lose theirs. Recording before the write matters:
 // a response may be processed before the writer learns its write is done.
+// Both lists are sorted, so one merge finds the difference.
 func (s *sotw) trackSubscriptionsLocked(st *streamType, names []string) {
-	for name, sub := range st.subs {
-		if _, still := slices.BinarySearch(names, name); !still {
+	st.fresh = st.fresh[:0]
+	diffSorted(st.last, names, func(name string) {
+		if sub := st.subs[name]; sub != nil {
 			sub.stopLocked()
 			delete(st.subs, name)
 		}
-	}
-	for _, name := range names {
+	}, func(name string) {
 		if _, ok := st.subs[name]; !ok {
-			st.subs[name] = &subscription{}
+			sub := &subscription{}
+			st.subs[name] = sub
+			st.fresh = append(st.fresh, freshSub{name, sub})
+		}
+	})
+}
+
+// diffSorted calls removed for each name of old not in cur, and added for
+// each name of cur not in old. Both are sorted.
+func diffSorted(old, cur []string, removed, added func(string)) {
+	i, j := 0, 0
+	for i < len(old) || j < len(cur) {
+		switch {
+		case j == len(cur) || (i < len(old) && old[i] < cur[j]):
+			removed(old[i])
+			i++
+		case i == len(old) || cur[j] < old[i]:
+			added(cur[j])
+			j++
+		default:
+			i++
+			j++
 		}
 	}
 }
@@ -68,9 +89,11 @@ func (s *sotw) onWrittenLocked(req *discoverypb.DiscoveryRequest) {
 	}
 	typeURL := req.GetTypeUrl()
 	st := s.typeLocked(typeURL)
-	for _, name := range req.GetResourceNames() {
-		sub := st.subs[name]
-		if sub == nil || sub.settled || sub.timerStop != nil {
+	fresh := st.fresh
+	st.fresh = st.fresh[:0]
+	for _, f := range fresh {
+		name, sub := f.name, f.sub
+		if st.subs[name] != sub || sub.settled || sub.timerStop != nil {
 			continue
 		}
 		timeout, ok := s.host.TimerLocked(typeURL, name)

@@ -53,9 +53,17 @@ type Host interface {
 	// ReceivedLocked: a response arrived, readable or not, so the server
 	// is reachable.
 	ReceivedLocked()
-	// ApplyLocked applies a decoded response to the cache (stage 2). The
+	// ApplyResourcesLocked applies part of a decoded response's resources
+	// to the cache (stage 2). A large response is applied in parts of
+	// ApplyPart resources, with the lock released between them, so that
+	// a Watch call waits for one part rather than the whole response;
+	// the stream writes no request for the type meanwhile. The
 	// notifications it schedules hold gate.
-	ApplyLocked(r *Response, gate *Gate)
+	ApplyResourcesLocked(r *Response, part []Resource, gate *Gate)
+	// FinishLocked completes a response whose resources have all been
+	// applied: its TP3 errors, the deletions it implies and its version.
+	// A response whose stream ended between parts is not finished.
+	FinishLocked(r *Response, gate *Gate)
 	// UnreadableLocked: a response's envelope did not parse. u.Type is
 	// set when its type and nonce could be read and the type is
 	// registered: then the response has been NACKed.
@@ -107,6 +115,9 @@ type Config struct {
 	// Watch calls cannot change subscriptions, and request batching must
 	// not mistake that for quiet.
 	Applying *atomic.Uint64
+	// Callers counts calls (Watch, cancel) waiting for Lock. Between the
+	// parts of a response the stream lets them in first.
+	Callers *atomic.Int32
 	// Types looks up a registered, enabled resource type.
 	Types    func(typeURL string) (registry.ResourceType, bool)
 	Switches features.Switches
@@ -155,7 +166,10 @@ type Resource struct {
 	Wrapper string // the Resource wrapper's name, or ""
 	Value   registry.Resource
 	Raw     []byte
-	Err     error // why it is invalid
+	// Hash is Raw's under Config.HashSeed when Wrapper is "", so that
+	// the host indexes the bytes without hashing them again.
+	Hash uint64
+	Err  error // why it is invalid
 }
 
 // ResourceError is one xRFC TP3 entry.
@@ -179,6 +193,12 @@ type Unreadable struct {
 type Pending struct {
 	TypeURL, Name string
 }
+
+// ApplyPart is how many resources of a response are applied (or looked
+// up in the cache) in one critical section: some 30-100 µs of work, so
+// that a Watch made while a response of 10,000 resources is applied waits
+// for one part, not the whole response.
+const ApplyPart = 64
 
 // ADSMethod is the full gRPC method name of the SotW ADS stream.
 const ADSMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"

@@ -1,0 +1,188 @@
+package engine_test
+
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/registry"
+)
+
+// TestSubscriptionsFollowWatches: after any mix of watches, cancels and
+// re-watches, the next request lists exactly the watched names, sorted.
+// The list is kept by merging the names that changed into the last one,
+// so this checks the merge against the set the test keeps itself.
+func TestSubscriptionsFollowWatches(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		t.Run("seed"+strconv.FormatUint(seed, 10), func(t *testing.T) {
+			f := newFixture(t, fixtureOpts{})
+			rng := rand.New(rand.NewPCG(seed, 0))
+			cancels := map[string][]func(){}
+			var noop engine.WatcherFuncs
+			watch := func(name string) {
+				cancels[name] = append(cancels[name], f.eng.Watch(thing, name, noop))
+			}
+			for i := 0; i < 20; i++ {
+				watch("n" + strconv.Itoa(i))
+			}
+			st := f.servers[0].WaitStream(t)
+			for round := 0; round < 15; round++ {
+				for op := 0; op < 10; op++ {
+					name := "n" + strconv.Itoa(rng.IntN(40))
+					if cs := cancels[name]; len(cs) > 0 && rng.IntN(2) == 0 {
+						cs[len(cs)-1]()
+						cancels[name] = cs[:len(cs)-1]
+						continue
+					}
+					watch(name)
+				}
+				var want []string
+				for name, cs := range cancels {
+					if len(cs) > 0 {
+						want = append(want, name)
+					}
+				}
+				if len(want) == 0 {
+					watch("n0")
+					want = []string{"n0"}
+				}
+				slices.Sort(want)
+				recvNames(t, st, thing, want...)
+			}
+		})
+	}
+}
+
+// TestLargeResponseAppliedInParts: a response larger than one part
+// (wire.ApplyPart resources) is applied with the engine's lock released
+// between parts. Watchers of the first parts are notified, and watch more
+// names, while later parts are applied; still no request is written with
+// the response's nonce before its version is accepted (that would read as
+// a NACK), the invalid resource in the last part is NACKed, and a
+// resource missing from the response is reported deleted once the whole
+// response is applied.
+func TestLargeResponseAppliedInParts(t *testing.T) {
+	const n = 2000
+	f := newFixture(t, fixtureOpts{})
+	var mu sync.Mutex
+	changed := map[string]error{}
+	extra := make(chan func(), n)
+	var w engine.WatcherFuncs
+	w = engine.WatcherFuncs{ResourceChanged: func(r registry.Resource, err error, done func()) {
+		defer done()
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			var ee *engine.Error
+			if errors.As(err, &ee) {
+				changed[ee.Name] = err
+			}
+			return
+		}
+		name := resourceName(t, r)
+		changed[name] = nil
+		if len(changed)%100 == 1 {
+			// A watcher that watches more on news, as the graph watch
+			// does: the subscription changes mid-response.
+			extra <- f.eng.Watch(required, "extra-"+name, w)
+		}
+	}, AmbientError: func(err error, done func()) {
+		defer done()
+		// A deletion of a cached resource is ambient (A88): it stays in
+		// use.
+		var ee *engine.Error
+		if errors.As(err, &ee) {
+			mu.Lock()
+			changed[ee.Name] = err
+			mu.Unlock()
+		}
+	}}
+	var names []string
+	for i := 0; i < n; i++ {
+		name := "r" + strconv.Itoa(10000+i)
+		names = append(names, name)
+		f.eng.Watch(required, name, w)
+	}
+	st := f.servers[0].WaitStream(t)
+	recvNames(t, st, required, names...)
+
+	var resources []*anypb.Any
+	for i, name := range names[:n-1] { // the last one is left out: deleted
+		if i == n-2 {
+			resources = append(resources, res(required, name, "invalid", "true"))
+			continue
+		}
+		resources = append(resources, res(required, name))
+	}
+	// Version 1 first, so that there is something to delete.
+	var all []*anypb.Any
+	for _, name := range names {
+		all = append(all, res(required, name))
+	}
+	n1 := st.SendT(t, resp(required, "1", all...))
+	waitRequest(t, st, func(r *discoverypb.DiscoveryRequest) bool {
+		return r.GetResponseNonce() == n1 && r.GetVersionInfo() == "1"
+	})
+
+	n2 := st.SendT(t, resp(required, "2", resources...))
+	var nack *discoverypb.DiscoveryRequest
+	deadline := time.Now().Add(10 * time.Second)
+	for nack == nil && time.Now().Before(deadline) {
+		req := st.RecvT(t)
+		if req.GetResponseNonce() != n2 {
+			continue
+		}
+		// The response is NACKed (one invalid resource) but its version
+		// is accepted (the others are valid): every request answering it
+		// says version 2 and carries, the first time, the error.
+		if req.GetVersionInfo() != "2" {
+			t.Fatalf("request with the response's nonce %q says version %q, want 2: written before the response was applied", n2, req.GetVersionInfo())
+		}
+		if req.GetErrorDetail() != nil {
+			nack = req
+		}
+	}
+	if nack == nil {
+		t.Fatal("no NACK of version 2")
+	}
+	if got := nack.GetErrorDetail().GetMessage(); !contains(got, names[n-2]) {
+		t.Fatalf("NACK %q does not name the invalid resource %s", got, names[n-2])
+	}
+	deleted := names[n-1]
+	for start := time.Now(); ; time.Sleep(time.Millisecond) {
+		mu.Lock()
+		err := changed[deleted]
+		mu.Unlock()
+		if status.Code(err) == codes.NotFound {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("%s, missing from version 2: watcher saw %v, want NOT_FOUND (deleted, as an ambient error)", deleted, err)
+		}
+	}
+	close(extra)
+	for cancel := range extra {
+		cancel()
+	}
+}
+
+func waitRequest(t *testing.T, st interface {
+	RecvT(testing.TB) *discoverypb.DiscoveryRequest
+}, match func(*discoverypb.DiscoveryRequest) bool) *discoverypb.DiscoveryRequest {
+	t.Helper()
+	for {
+		if req := st.RecvT(t); match(req) {
+			return req
+		}
+	}
+}

@@ -49,6 +49,11 @@ type ServerConfig struct {
 	// ServerFeatures is the "server_features" list as written. An engine
 	// resolves the names against the features it knows (package features).
 	ServerFeatures []string
+	// Delta makes the engine speak incremental (delta) ADS to this server
+	// rather than State of the World. A bootstrap file says it with the
+	// server feature "delta_xds" (features.NameDeltaXDS), which gRPC
+	// clients ignore; either one is enough.
+	Delta bool
 }
 
 // InsecureServer is a ServerConfig for uri with insecure credentials, for

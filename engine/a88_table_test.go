@@ -1,11 +1,11 @@
 package engine_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
-	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -20,35 +20,39 @@ import (
 // fail_on_data_errors, and what the watcher must see and the cache must
 // hold afterwards.
 func TestA88BehaviorTable(t *testing.T) {
-	type trigger func(t *testing.T, f *fixture, st *scriptedads.Stream, typeURL string)
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) { testA88BehaviorTable(t, p) })
+	}
+}
+
+func testA88BehaviorTable(t *testing.T, p protocol) {
+	type trigger func(t *testing.T, f *fixture, st adsStream, typeURL string)
 	var (
-		channelTransientFailure trigger = func(t *testing.T, f *fixture, st *scriptedads.Stream, typeURL string) {
+		channelTransientFailure trigger = func(t *testing.T, f *fixture, st adsStream, typeURL string) {
 			// Cut the server: the open stream ends, and the reconnection
 			// finds nobody (TRANSIENT_FAILURE, a failure without response).
 			f.servers[0].Stop()
 		}
-		streamFailedWithoutResponse trigger = func(t *testing.T, f *fixture, st *scriptedads.Stream, typeURL string) {
+		streamFailedWithoutResponse trigger = func(t *testing.T, f *fixture, st adsStream, typeURL string) {
 			if f.eng.Dump().GetGenericXdsConfigs()[0].GetXdsConfig() != nil {
 				// This stream saw a response, so its end is no error
 				// (A57); the engine opens the next one at once.
-				st.Close(nil)
-				st = f.servers[0].WaitStream(t)
-				st.RecvT(t)
+				st.close(nil)
+				st = p.wait(t, f.servers[0])
+				st.recv(t)
 			}
-			st.Close(status.Error(codes.Unavailable, "scripted failure"))
+			st.close(status.Error(codes.Unavailable, "scripted failure"))
 		}
-		nack trigger = func(t *testing.T, f *fixture, st *scriptedads.Stream, typeURL string) {
-			st.SendT(t, resp(typeURL, "2", res(typeURL, "r", "invalid", "port 0 out of range")))
+		nack trigger = func(t *testing.T, f *fixture, st adsStream, typeURL string) {
+			st.send(t, typeURL, "2", res(typeURL, "r", "invalid", "port 0 out of range"))
 		}
 
-		deletion trigger = func(t *testing.T, f *fixture, st *scriptedads.Stream, typeURL string) {
-			st.SendT(t, resp(typeURL, "2", res(typeURL, "other")))
+		deletion trigger = func(t *testing.T, f *fixture, st adsStream, typeURL string) {
+			st.remove(t, typeURL, "2", "r", res(typeURL, "other"))
 		}
 		tp3 = func(code codes.Code) trigger {
-			return func(t *testing.T, f *fixture, st *scriptedads.Stream, typeURL string) {
-				r := resp(typeURL, "2")
-				r.ResourceErrors = []*discoverypb.ResourceError{scriptedads.ResourceError("r", code, "scripted")}
-				st.SendT(t, r)
+			return func(t *testing.T, f *fixture, st adsStream, typeURL string) {
+				st.sendErrors(t, typeURL, "2", scriptedads.ResourceError("r", code, "scripted"))
 			}
 		}
 	)
@@ -86,20 +90,20 @@ func TestA88BehaviorTable(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.row, func(t *testing.T) {
-			var feats []string
+			feats := p.features
 			if tc.failOnData {
-				feats = []string{features.NameFailOnDataErrors}
+				feats = append(slices.Clip(feats), features.NameFailOnDataErrors)
 			}
 			f := newFixture(t, fixtureOpts{serverFeatures: feats})
 			w, _ := f.watch(tc.typeURL, "r")
-			st := f.servers[0].WaitStream(t)
-			st.RecvT(t)
+			st := p.wait(t, f.servers[0])
+			st.recv(t)
 			if tc.cached {
-				st.SendT(t, resp(tc.typeURL, "1", res(tc.typeURL, "r")))
+				st.send(t, tc.typeURL, "1", res(tc.typeURL, "r"))
 				if ev := w.NextChanged(t); ev.Err != nil {
 					t.Fatalf("setup: got %v, want the resource", ev)
 				}
-				st.RecvT(t) // ACK
+				st.recv(t) // ACK
 			}
 			tc.trigger(t, f, st, tc.typeURL)
 			ev := w.Next(t)
@@ -108,18 +112,18 @@ func TestA88BehaviorTable(t *testing.T) {
 		})
 	}
 	t.Run("resource timeout, uncached", func(t *testing.T) {
-		f := newFixture(t, fixtureOpts{})
+		f := newFixture(t, fixtureOpts{serverFeatures: p.features})
 		w, _ := f.watch(thing, "r")
-		f.servers[0].WaitStream(t).RecvT(t)
+		p.wait(t, f.servers[0]).recv(t)
 		f.clock.WaitForTimer(t, 15*time.Second)
 		f.clock.Advance(15 * time.Second)
 		checkEvent(t, w.Next(t), false, codes.NotFound)
 		checkDump(t, f.eng, thing, "r", adminpb.ClientResourceStatus_DOES_NOT_EXIST, false)
 	})
 	t.Run("resource timeout, uncached, resource_timer_is_transient_error", func(t *testing.T) {
-		f := newFixture(t, fixtureOpts{serverFeatures: []string{features.NameResourceTimerIsTransientError}})
+		f := newFixture(t, fixtureOpts{serverFeatures: append(slices.Clip(p.features), features.NameResourceTimerIsTransientError)})
 		w, _ := f.watch(thing, "r")
-		f.servers[0].WaitStream(t).RecvT(t)
+		p.wait(t, f.servers[0]).recv(t)
 		f.clock.WaitForTimer(t, 30*time.Second)
 		f.clock.Advance(29 * time.Second)
 		w.ExpectNone(t, 20*time.Millisecond)

@@ -34,7 +34,11 @@ func (c *channel) ApplyResourcesLocked(r *wire.Response, part []wire.Resource, g
 			e.onDataErrorLocked(en, nack, features.ReasonNACK, r.Version, c, gate)
 			continue
 		}
-		e.onValidLocked(en, res.Value, res.Raw, res.Hash, res.Wrapper, r.Version, r.Received, c, gate)
+		version := r.Version
+		if res.Version != "" {
+			version = res.Version // incremental: the resource's own
+		}
+		e.onValidLocked(en, res.Value, res.Raw, res.Hash, res.Wrapper, version, r.Received, c, gate)
 	}
 }
 
@@ -49,6 +53,9 @@ func (c *channel) FinishLocked(r *wire.Response, gate *wire.Gate) {
 	}
 	if r.Type.AllResourcesRequiredInSotW && r.Complete {
 		c.applyDeletionsLocked(typeURL, r.Named, r.Version, gate)
+	}
+	for _, key := range r.Removed {
+		c.applyRemovalLocked(typeURL, key, r.Version, gate)
 	}
 	if r.Accepted {
 		c.versions[typeURL] = r.Version
@@ -88,6 +95,38 @@ func (c *channel) applyDeletionsLocked(typeURL string, named map[string]bool, ve
 			e.onDataErrorLocked(en, err, features.ReasonDeletion, version, c, gate)
 		}
 	}
+}
+
+// applyRemovalLocked handles a name an incremental response removed: a
+// deletion, for any type, by A88's rules (kept and reported as ambient
+// unless the server's features drop it); for a resource never received,
+// the server's word that it does not exist.
+func (c *channel) applyRemovalLocked(typeURL, key, version string, gate *wire.Gate) {
+	e := c.e
+	a, en := e.lookupEntryLocked(typeURL, key)
+	if en == nil || a.active() != c || en.state == StateDoesNotExist {
+		return
+	}
+	err := e.newError(KindDeleted, codes.NotFound, en, c, errors.New("resource deleted by the xDS server"))
+	e.onDataErrorLocked(en, err, features.ReasonDeletion, version, c, gate)
+}
+
+// ResourceVersionsLocked returns the versions of the resources of a type
+// cached from this server, for an incremental stream's first request.
+func (c *channel) ResourceVersionsLocked(typeURL string) map[string]string {
+	var versions map[string]string
+	for a := range c.auths {
+		for key, en := range a.resources[typeURL] {
+			if en.orphaned || en.value == nil || en.source != c || en.version == "" {
+				continue
+			}
+			if versions == nil {
+				versions = make(map[string]string)
+			}
+			versions[key] = en.version
+		}
+	}
+	return versions
 }
 
 // UnreadableLocked tells the watchers of a NACKed, unreadable response's

@@ -39,6 +39,8 @@ type channel struct {
 	// connectivity failure (A78's grpc.xds_client.connected).
 	connected bool
 
+	// delta: the server speaks incremental ADS (features.NameDeltaXDS).
+	delta     bool
 	stream    wire.Stream
 	retries   int         // consecutive streams that failed without a response
 	stopRetry func() bool // pending backoff timer
@@ -59,6 +61,7 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 		key:        key,
 		features:   fs,
 		serverInfo: registry.ServerInfo{URI: s.URI, Features: fs},
+		delta:      s.Delta || fs.Has(features.NameDeltaXDS),
 		auths:      make(map[*authority]struct{}),
 		subscribed: make(map[string]*subscribedNames),
 		versions:   make(map[string]string),
@@ -302,6 +305,9 @@ func serverKey(s bootstrap.ServerConfig) string {
 		b.WriteString(c.Type)
 		b.WriteByte(':')
 		b.Write(c.Config)
+	}
+	if s.Delta {
+		b.WriteString("\x00delta")
 	}
 	for _, f := range s.ServerFeatures {
 		b.WriteString("\x00f:")

@@ -98,9 +98,9 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	if e.switches.DisableDataErrorHandling {
-		e.known = append(features.LegacyBuiltin(), cfg.Features...)
+		e.known = append(features.LegacyBuiltin(), append([]features.ServerFeature{features.DeltaXDS}, cfg.Features...)...)
 	} else {
-		e.known = append(features.Builtin(), cfg.Features...)
+		e.known = append(features.Builtin(), append([]features.ServerFeature{features.DeltaXDS}, cfg.Features...)...)
 	}
 	e.node = e.buildNode()
 	e.oldStyle = e.newAuthority("", cfg.Bootstrap.Servers, false)

@@ -146,7 +146,11 @@ func (c *channel) startStreamLocked() {
 		return
 	}
 	e := c.e
-	c.stream = wire.NewSotW(wire.Config{
+	newStream := wire.NewSotW
+	if c.delta {
+		newStream = wire.NewDelta
+	}
+	c.stream = newStream(wire.Config{
 		Host:                 c,
 		Lock:                 &e.mu,
 		Open:                 c.openStream,
@@ -170,7 +174,11 @@ func (c *channel) openStream(ctx context.Context) (wire.RawStream, error) {
 	if c.transport == nil {
 		return nil, c.buildErr
 	}
-	st, err := c.transport.NewStream(ctx, ADSMethod)
+	method := ADSMethod
+	if c.delta {
+		method = DeltaADSMethod
+	}
+	st, err := c.transport.NewStream(ctx, method)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,10 @@ import (
 // ADSMethod is the full gRPC method name of the SotW ADS stream.
 const ADSMethod = wire.ADSMethod
 
+// DeltaADSMethod is the full gRPC method name of the incremental ADS
+// stream, opened for a server with features.NameDeltaXDS.
+const DeltaADSMethod = wire.DeltaADSMethod
+
 // TransportBuilder makes a Transport for one xDS server. The engine builds
 // one transport per distinct server and closes it when no authority uses
 // the server any more.

@@ -10,6 +10,17 @@ const (
 	NameTrustedXDSServer              = "trusted_xds_server"
 )
 
+// NameDeltaXDS makes the engine speak incremental (delta) ADS to a server
+// instead of State of the World. It is this library's name, not gRPC's:
+// gRPC ignores server features it does not know (gRFC A27), so the same
+// bootstrap still works for gRPC clients, which speak SotW to the server.
+// In Go, bootstrap.ServerConfig.Delta says the same.
+const NameDeltaXDS = "delta_xds"
+
+// DeltaXDS is the feature named [NameDeltaXDS]. The engine always
+// recognizes it; it has no hooks.
+var DeltaXDS ServerFeature = named(NameDeltaXDS)
+
 // The built-in features, as gRFC A88 defines them.
 var (
 	// FailOnDataErrors drops a cached resource on any data error (A88).

@@ -25,6 +25,7 @@ type candidate struct {
 	name    string // as sent; "" when it could not be learned
 	value   registry.Resource
 	raw     []byte
+	version string // the resource's own version (delta), or ""
 	hash    uint64 // raw's, when there is no wrapper
 	err     error  // why the resource is invalid
 }
@@ -36,25 +37,34 @@ type candidate struct {
 // decoded again; the cache is consulted in critical sections of ApplyPart
 // resources.
 // It returns what the host applies and the failures the NACK lists.
-func (s *sotw) decode(typ registry.ResourceType, resp *discoverypb.DiscoveryResponse) (*Response, *tally) {
+func (s *stream) decode(typ registry.ResourceType, resp *discoverypb.DiscoveryResponse) (*Response, *tally) {
 	cands := make([]candidate, len(resp.GetResources()))
 	for i, res := range resp.GetResources() {
 		c := &cands[i]
 		c.wrapper, c.raw, c.err = unwrapResource(typ, res)
 		c.name = c.wrapper
 	}
+	r, t := s.decodeCandidates(typ, cands, resp.GetResourceErrors(), 0)
+	r.Version = resp.GetVersionInfo()
+	return r, t
+}
+
+// decodeCandidates decodes a response's resources, SotW or delta, and
+// checks them and its TP3 entries. extra sizes the Named map for names
+// the caller adds.
+func (s *stream) decodeCandidates(typ registry.ResourceType, cands []candidate, errs []*discoverypb.ResourceError, extra int) (*Response, *tally) {
 	s.reuseCached(typ.TypeURL, cands)
 	s.decodeAll(typ, cands)
 
-	n := len(cands) + len(resp.GetResourceErrors())
-	r := &Response{Type: typ, Version: resp.GetVersionInfo(), Named: make(map[string]bool, n), Complete: true}
+	n := len(cands) + len(errs) + extra
+	r := &Response{Type: typ, Named: make(map[string]bool, n), Complete: true}
 	t := &tally{}
 	r.Resources = make([]Resource, 0, len(cands))
 	for i := range cands {
 		s.checkResource(r, t, i, &cands[i])
 	}
 	if !s.cfg.Switches.DisableDataErrorHandling {
-		for i, re := range resp.GetResourceErrors() {
+		for i, re := range errs {
 			s.checkResourceError(r, t, i, re)
 		}
 	}
@@ -76,7 +86,7 @@ const (
 // answer. Resources are independent and decoders are safe for concurrent
 // use (a registry rule), so a large response is decoded in parallel by a
 // bounded set of workers; the order of the results does not change.
-func (s *sotw) decodeAll(typ registry.ResourceType, cands []candidate) {
+func (s *stream) decodeAll(typ registry.ResourceType, cands []candidate) {
 	todo := make([]int, 0, len(cands))
 	for i := range cands {
 		if cands[i].err == nil && cands[i].value == nil {
@@ -148,7 +158,7 @@ func unwrapResource(typ registry.ResourceType, res *anypb.Any) (wrapperName stri
 // from this server with exactly its bytes and wrapper name. Decoding them
 // again would give the same value: the decoder is deterministic, it sees
 // the same bytes and wrapper name, and the validator saw the same server.
-func (s *sotw) reuseCached(typeURL string, cands []candidate) {
+func (s *stream) reuseCached(typeURL string, cands []candidate) {
 	for i := range cands {
 		if cands[i].err == nil && cands[i].wrapper == "" {
 			cands[i].hash = maphash.Bytes(s.cfg.HashSeed, cands[i].raw)
@@ -179,7 +189,7 @@ func (s *sotw) reuseCached(typeURL string, cands []candidate) {
 
 // decodeResource decodes and validates one resource. The name is
 // returned whenever it is known, also with an error.
-func (s *sotw) decodeResource(typ registry.ResourceType, wrapperName string, raw []byte) (string, registry.Resource, error) {
+func (s *stream) decodeResource(typ registry.ResourceType, wrapperName string, raw []byte) (string, registry.Resource, error) {
 	dr, err := typ.Decode(raw, registry.DecodeOptions{WrapperName: wrapperName, Server: s.cfg.Server, Switches: s.cfg.Switches})
 	if err == nil && wrapperName != "" && dr.Name != wrapperName && !s.sameResourceName(typ.TypeURL, dr.Name, wrapperName) {
 		// Which of the two names is meant cannot be known; the wrapper's
@@ -191,7 +201,7 @@ func (s *sotw) decodeResource(typ registry.ResourceType, wrapperName string, raw
 
 // sameResourceName reports whether two names are one resource: equal, or
 // xdstp:// names with one canonical form (A47).
-func (s *sotw) sameResourceName(typeURL, a, b string) bool {
+func (s *stream) sameResourceName(typeURL, a, b string) bool {
 	ka, errA := s.host.ResolveName(typeURL, a)
 	kb, errB := s.host.ResolveName(typeURL, b)
 	return errA == nil && errB == nil && ka == kb
@@ -200,7 +210,7 @@ func (s *sotw) sameResourceName(typeURL, a, b string) bool {
 // checkResource adds resource i to the response, or its failure to the
 // NACK: a resource whose name cannot be learned, does not resolve or
 // repeats an earlier one is not applied.
-func (s *sotw) checkResource(r *Response, t *tally, i int, c *candidate) {
+func (s *stream) checkResource(r *Response, t *tally, i int, c *candidate) {
 	if c.name == "" {
 		r.Complete = false
 		t.fail("resource index %d: %v", i, c.err)
@@ -223,14 +233,14 @@ func (s *sotw) checkResource(r *Response, t *tally, i int, c *candidate) {
 	} else {
 		r.Valid++
 	}
-	r.Resources = append(r.Resources, Resource{Key: key, Wrapper: c.wrapper, Value: c.value, Raw: c.raw, Hash: c.hash, Err: c.err})
+	r.Resources = append(r.Resources, Resource{Key: key, Wrapper: c.wrapper, Value: c.value, Raw: c.raw, Hash: c.hash, Version: c.version, Err: c.err})
 }
 
 // checkResourceError adds entry i of an xRFC TP3 resource_errors list to
 // the response. An entry that is not an error (no name, code OK) is
 // NACKed, as gRPC C-core does: a watcher never sees an error whose code
 // is OK.
-func (s *sotw) checkResourceError(r *Response, t *tally, i int, re *discoverypb.ResourceError) {
+func (s *stream) checkResourceError(r *Response, t *tally, i int, re *discoverypb.ResourceError) {
 	name := re.GetResourceName().GetName()
 	code := codes.Code(re.GetErrorDetail().GetCode())
 	switch {

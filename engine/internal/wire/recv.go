@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-func (s *sotw) recvLoop() {
+func (s *stream) recvLoop() {
 	for {
 		b, err := s.raw.Recv()
 		if err != nil {
@@ -47,23 +47,14 @@ func (s *sotw) recvLoop() {
 
 // handle takes one response through its first two stages: decoding here,
 // applying by the host. It reports false if the stream ended meanwhile.
-func (s *sotw) handle(b []byte, gate *Gate) bool {
-	resp := &discoverypb.DiscoveryResponse{}
-	perr := proto.Unmarshal(b, resp)
-	if perr == nil {
-		s.cfg.Log.Debug("xDS response received", "server", s.cfg.Server.URI, "type", resp.GetTypeUrl(), "version", resp.GetVersionInfo(),
-			"nonce", resp.GetNonce(), "resources", len(resp.GetResources()), "resource_errors", len(resp.GetResourceErrors()))
+func (s *stream) handle(b []byte, gate *Gate) bool {
+	var in incoming
+	if s.delta {
+		in = s.readDelta(b)
+	} else {
+		in = s.readSotW(b)
 	}
-	typ, known := s.cfg.Types(resp.GetTypeUrl())
-	var (
-		decoded *Response
-		t       *tally
-	)
-	if perr == nil && known {
-		received := s.cfg.Clock.Now()
-		decoded, t = s.decode(typ, resp)
-		decoded.Received = received
-	}
+	perr, known, decoded, t := in.err, in.known, in.decoded, in.tally
 	s.cfg.Lock.Lock()
 	defer s.cfg.Lock.Unlock()
 	if s.ended {
@@ -75,17 +66,46 @@ func (s *sotw) handle(b []byte, gate *Gate) bool {
 	case perr != nil:
 		s.unreadableLocked(b, perr, gate)
 	case !known:
-		s.cfg.Log.Warn("xDS response for an unregistered type; ignored", "server", s.cfg.Server.URI, "type", resp.GetTypeUrl())
+		s.cfg.Log.Warn("xDS response for an unregistered type; ignored", "server", s.cfg.Server.URI, "type", in.typeURL)
 	default:
-		return s.applyLocked(resp.GetNonce(), decoded, t, gate)
+		return s.applyLocked(in.nonce, decoded, t, gate)
 	}
 	return true
+}
+
+// incoming is a response read and, when it parsed and its type is
+// registered, decoded (stage 1).
+type incoming struct {
+	typeURL, nonce string
+	err            error // the envelope did not parse
+	known          bool  // its type is registered
+	decoded        *Response
+	tally          *tally
+}
+
+// readSotW parses and decodes a DiscoveryResponse.
+func (s *stream) readSotW(b []byte) incoming {
+	resp := &discoverypb.DiscoveryResponse{}
+	in := incoming{err: proto.Unmarshal(b, resp)}
+	if in.err == nil {
+		s.cfg.Log.Debug("xDS response received", "server", s.cfg.Server.URI, "type", resp.GetTypeUrl(), "version", resp.GetVersionInfo(),
+			"nonce", resp.GetNonce(), "resources", len(resp.GetResources()), "resource_errors", len(resp.GetResourceErrors()))
+	}
+	in.typeURL, in.nonce = resp.GetTypeUrl(), resp.GetNonce()
+	typ, known := s.cfg.Types(in.typeURL)
+	in.known = known
+	if in.err == nil && known {
+		received := s.cfg.Clock.Now()
+		in.decoded, in.tally = s.decode(typ, resp)
+		in.decoded.Received = received
+	}
+	return in
 }
 
 // applyLocked hands a decoded response to the host, part by part, and
 // answers it. It reports false if the stream ended between parts: the
 // rest of the response is then not applied, and not answered.
-func (s *sotw) applyLocked(nonce string, r *Response, t *tally, gate *Gate) bool {
+func (s *stream) applyLocked(nonce string, r *Response, t *tally, gate *Gate) bool {
 	typeURL := r.Type.TypeURL
 	st := s.typeLocked(typeURL)
 	st.nonce = nonce
@@ -117,6 +137,9 @@ func (s *sotw) applyLocked(nonce string, r *Response, t *tally, gate *Gate) bool
 	for _, re := range r.Errors {
 		s.settleLocked(typeURL, re.Key)
 	}
+	for _, key := range r.Removed {
+		s.settleLocked(typeURL, key)
+	}
 	s.host.FinishLocked(r, gate)
 	if st.nack = t.nackDetail(); st.nack != nil {
 		s.cfg.Log.Warn("xDS response NACKed", "server", s.cfg.Server.URI, "type", r.Type.ShortName(), "version", r.Version, "errors", st.nack.GetMessage())
@@ -130,7 +153,7 @@ func (s *sotw) applyLocked(nonce string, r *Response, t *tally, gate *Gate) bool
 // whoever asks first, and that is usually the goroutine that unlocked it.
 // The wait is bounded, in yields, so that calls arriving without pause
 // cannot hold a response back for ever.
-func (s *sotw) yieldToCallers() {
+func (s *stream) yieldToCallers() {
 	if s.cfg.Callers == nil {
 		return
 	}
@@ -144,7 +167,7 @@ func (s *sotw) yieldToCallers() {
 // host tells the watchers of that type why their server's updates are not
 // arriving; nothing is dropped or deleted, since what the response held
 // is unknown.
-func (s *sotw) unreadableLocked(b []byte, perr error, gate *Gate) {
+func (s *stream) unreadableLocked(b []byte, perr error, gate *Gate) {
 	typeURL, nonce, ok := peekTypeAndNonce(b)
 	u := Unreadable{TypeURL: typeURL, Err: perr}
 	typ, known := s.cfg.Types(typeURL)
@@ -207,7 +230,7 @@ func peekTypeAndNonce(b []byte) (typeURL, nonce string, ok bool) {
 // but the host hears of notifications that hold done past
 // Config.SlowWatcherThreshold, since they stop every read from this
 // server.
-func (s *sotw) waitForWatchers(g *Gate) error {
+func (s *stream) waitForWatchers(g *Gate) error {
 	var overdue chan struct{}
 	if s.cfg.SlowWatcherThreshold > 0 {
 		overdue = make(chan struct{})

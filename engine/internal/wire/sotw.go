@@ -11,15 +11,17 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// sotw is one State-of-the-World ADS stream attempt. Requests are built
-// from the host's state when they are written, not when the state
-// changes, so a burst of watches of one type becomes one request.
-type sotw struct {
+// stream is one ADS stream attempt, State of the World or incremental
+// (delta). Requests are built from the host's state when they are
+// written, not when the state changes, so a burst of watches of one type
+// becomes one request.
+type stream struct {
 	cfg    Config
 	host   Host
 	ctx    context.Context
 	cancel context.CancelFunc
 	raw    RawStream // set once open
+	delta  bool      // incremental: DeltaDiscoveryRequest/Response
 
 	// Guarded by cfg.Lock:
 	started      bool // stream open, requests may be written
@@ -64,24 +66,24 @@ type freshSub struct {
 // NewSotW returns a State-of-the-World ADS stream; Start opens it.
 func NewSotW(cfg Config) Stream {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &sotw{cfg: cfg, host: cfg.Host, ctx: ctx, cancel: cancel,
+	return &stream{cfg: cfg, host: cfg.Host, ctx: ctx, cancel: cancel,
 		types: make(map[string]*streamType), dirty: make(map[string]bool), wake: make(chan struct{}, 1)}
 }
 
-func (s *sotw) Start() {
+func (s *stream) Start() {
 	s.cfg.Goroutines.Add(1)
 	go s.run()
 }
 
-func (s *sotw) StartedLocked() bool { return s.started }
+func (s *stream) StartedLocked() bool { return s.started }
 
-func (s *sotw) TypeChangedLocked(typeURL string) {
+func (s *stream) TypeChangedLocked(typeURL string) {
 	s.subChanges.Add(1)
 	s.markDirtyLocked(typeURL)
 }
 
 // EndLocked stops the stream and its timers.
-func (s *sotw) EndLocked() {
+func (s *stream) EndLocked() {
 	if s.ended {
 		return
 	}
@@ -95,7 +97,7 @@ func (s *sotw) EndLocked() {
 }
 
 // endWithLocked ends the stream and tells the host why.
-func (s *sotw) endWithLocked(err error) {
+func (s *stream) endWithLocked(err error) {
 	if s.ended {
 		return
 	}
@@ -103,7 +105,7 @@ func (s *sotw) endWithLocked(err error) {
 	s.host.EndedLocked(s, err, s.seenResponse)
 }
 
-func (s *sotw) typeLocked(typeURL string) *streamType {
+func (s *stream) typeLocked(typeURL string) *streamType {
 	st := s.types[typeURL]
 	if st == nil {
 		st = &streamType{subs: make(map[string]*subscription)}
@@ -113,7 +115,7 @@ func (s *sotw) typeLocked(typeURL string) *streamType {
 }
 
 // markDirtyLocked asks the writer to send the type's current state.
-func (s *sotw) markDirtyLocked(typeURL string) {
+func (s *stream) markDirtyLocked(typeURL string) {
 	if s.ended {
 		return
 	}
@@ -124,7 +126,7 @@ func (s *sotw) markDirtyLocked(typeURL string) {
 	}
 }
 
-func (s *sotw) run() {
+func (s *stream) run() {
 	defer s.cfg.Goroutines.Done()
 	raw, err := s.cfg.Open(s.ctx)
 	s.cfg.Lock.Lock()
@@ -148,7 +150,7 @@ func (s *sotw) run() {
 	s.recvLoop()
 }
 
-func (s *sotw) sendLoop() {
+func (s *stream) sendLoop() {
 	defer s.cfg.Goroutines.Done()
 	for {
 		select {
@@ -163,7 +165,7 @@ func (s *sotw) sendLoop() {
 				s.cfg.Lock.Unlock()
 				return
 			}
-			req := s.nextRequestLocked()
+			req, typeURL := s.nextMessageLocked()
 			s.cfg.Lock.Unlock()
 			if req == nil {
 				break
@@ -177,13 +179,27 @@ func (s *sotw) sendLoop() {
 				// Recv reports the stream's status; nothing to add here.
 				return
 			}
-			s.cfg.Log.Debug("xDS request sent", "server", s.cfg.Server.URI, "type", req.GetTypeUrl(), "version", req.GetVersionInfo(),
-				"nonce", req.GetResponseNonce(), "names", len(req.GetResourceNames()), "nack", req.GetErrorDetail() != nil)
+			s.cfg.Log.Debug("xDS request sent", "server", s.cfg.Server.URI, "request", requestSummary{req})
 			s.cfg.Lock.Lock()
-			s.onWrittenLocked(req)
+			s.onWrittenLocked(typeURL)
 			s.cfg.Lock.Unlock()
 		}
 	}
+}
+
+// nextMessageLocked builds the next request of the stream's variant, or
+// returns nil if there is none to write.
+func (s *stream) nextMessageLocked() (proto.Message, string) {
+	if s.delta {
+		if req, typeURL := s.nextDeltaRequestLocked(); req != nil {
+			return req, typeURL
+		}
+		return nil, ""
+	}
+	if req, typeURL := s.nextRequestLocked(); req != nil {
+		return req, typeURL
+	}
+	return nil, ""
 }
 
 // settle lets a burst of subscription changes (many watches registered
@@ -198,7 +214,7 @@ func (s *sotw) sendLoop() {
 // anything meanwhile: that is no quiet, and does not count. It sleeps
 // rather than spins, leaving the CPU to the goroutine registering the
 // watches.
-func (s *sotw) settle() {
+func (s *stream) settle() {
 	const (
 		quiet = 250 * time.Microsecond
 		limit = time.Second
@@ -235,15 +251,9 @@ func sameSlice(a, b []string) bool {
 
 // nextRequestLocked builds the request of the next dirty type, in type URL
 // order, skipping one that would repeat the last written request exactly.
-func (s *sotw) nextRequestLocked() *discoverypb.DiscoveryRequest {
+func (s *stream) nextRequestLocked() (*discoverypb.DiscoveryRequest, string) {
 	for len(s.dirty) > 0 {
-		types := make([]string, 0, len(s.dirty))
-		for t := range s.dirty {
-			types = append(types, t)
-		}
-		slices.Sort(types)
-		typeURL := types[0]
-		delete(s.dirty, typeURL)
+		typeURL := s.nextDirtyLocked()
 		st := s.typeLocked(typeURL)
 		if st.applying {
 			// Its last part marks it dirty again.
@@ -253,7 +263,7 @@ func (s *sotw) nextRequestLocked() *discoverypb.DiscoveryRequest {
 		if s.ended {
 			// Unsubscribing what nobody watches any more released the
 			// server.
-			return nil
+			return nil, ""
 		}
 		sameNames := sameSlice(st.last, names) || slices.Equal(st.last, names)
 		if st.nack == nil && st.written && st.lastVer == version && st.lastNon == st.nonce && sameNames {
@@ -279,7 +289,7 @@ func (s *sotw) nextRequestLocked() *discoverypb.DiscoveryRequest {
 			s.trackSubscriptionsLocked(st, names)
 		}
 		st.last, st.lastVer, st.lastNon, st.written = names, version, st.nonce, true
-		return req
+		return req, typeURL
 	}
-	return nil
+	return nil, ""
 }

@@ -2,8 +2,6 @@ package wire
 
 import (
 	"time"
-
-	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
 
 // subscription is one name on one stream. Its does-not-exist timer runs
@@ -45,7 +43,7 @@ type deferredTimer struct {
 // written, names left out lose theirs. Recording before the write matters:
 // a response may be processed before the writer learns its write is done.
 // Both lists are sorted, so one merge finds the difference.
-func (s *sotw) trackSubscriptionsLocked(st *streamType, names []string) {
+func (s *stream) trackSubscriptionsLocked(st *streamType, names []string) {
 	st.fresh = st.fresh[:0]
 	diffSorted(st.last, names, func(name string) {
 		if sub := st.subs[name]; sub != nil {
@@ -83,11 +81,10 @@ func diffSorted(old, cur []string, removed, added func(string)) {
 // onWrittenLocked starts the does-not-exist timer of each name written for
 // the first time on this stream whose resource is neither cached nor
 // already settled by a response.
-func (s *sotw) onWrittenLocked(req *discoverypb.DiscoveryRequest) {
+func (s *stream) onWrittenLocked(typeURL string) {
 	if s.ended {
 		return
 	}
-	typeURL := req.GetTypeUrl()
 	st := s.typeLocked(typeURL)
 	fresh := st.fresh
 	st.fresh = st.fresh[:0]
@@ -106,7 +103,7 @@ func (s *sotw) onWrittenLocked(req *discoverypb.DiscoveryRequest) {
 	}
 }
 
-func (s *sotw) onTimer(typeURL, name string, sub *subscription) {
+func (s *stream) onTimer(typeURL, name string, sub *subscription) {
 	s.cfg.Lock.Lock()
 	defer s.cfg.Lock.Unlock()
 	if s.ended || sub.settled || s.types[typeURL].subs[name] != sub {
@@ -123,7 +120,7 @@ func (s *sotw) onTimer(typeURL, name string, sub *subscription) {
 // expireOrExtendLocked ends a timer that ran its length: the time the
 // stream was held meanwhile does not count, so the timer is extended by
 // it; once none is left, the resource is declared missing.
-func (s *sotw) expireOrExtendLocked(typeURL, name string, sub *subscription) {
+func (s *stream) expireOrExtendLocked(typeURL, name string, sub *subscription) {
 	deadline := sub.start.Add(sub.timeout + s.heldLocked() - sub.heldAtStart)
 	if left := deadline.Sub(s.cfg.Clock.Now()); left > 0 {
 		sub.timerStop = s.cfg.Clock.AfterFunc(left, func() { s.onTimer(typeURL, name, sub) })
@@ -134,7 +131,7 @@ func (s *sotw) expireOrExtendLocked(typeURL, name string, sub *subscription) {
 }
 
 // heldLocked is the total time the stream has been held so far.
-func (s *sotw) heldLocked() time.Duration {
+func (s *stream) heldLocked() time.Duration {
 	h := &s.holds
 	if h.gate == nil {
 		return h.sum
@@ -148,14 +145,14 @@ func (s *sotw) heldLocked() time.Duration {
 
 // holdLocked starts a hold, from the receipt of a response until its gate
 // opens.
-func (s *sotw) holdLocked(g *Gate) {
+func (s *stream) holdLocked(g *Gate) {
 	s.holds.gate = g
 	s.holds.start = s.cfg.Clock.Now()
 }
 
 // unholdLocked ends a hold whose gate has opened; timers that expired
 // during it get the time it took back.
-func (s *sotw) unholdLocked() {
+func (s *stream) unholdLocked() {
 	h := &s.holds
 	if h.gate == nil {
 		return
@@ -173,7 +170,7 @@ func (s *sotw) unholdLocked() {
 
 // settleLocked stops a name's timer: the resource, or an error for it,
 // arrived on this stream.
-func (s *sotw) settleLocked(typeURL, name string) {
+func (s *stream) settleLocked(typeURL, name string) {
 	st := s.types[typeURL]
 	if st == nil {
 		return

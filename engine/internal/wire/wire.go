@@ -68,6 +68,11 @@ type Host interface {
 	// set when its type and nonce could be read and the type is
 	// registered: then the response has been NACKed.
 	UnreadableLocked(u Unreadable, gate *Gate)
+	// ResourceVersionsLocked returns the versions of the resources of
+	// typeURL cached from this server, by name, for an incremental
+	// stream's initial_resource_versions: what the server need not send
+	// again.
+	ResourceVersionsLocked(typeURL string) map[string]string
 	// CachedLocked returns the value cached from this server that was
 	// decoded from exactly raw, sent in a wrapper of that name (or in
 	// none), so that decoding it again is skipped. hash is raw's under
@@ -146,6 +151,9 @@ type Response struct {
 	Errors []ResourceError
 	// Named holds the key of every resource and TP3 entry that has one.
 	Named map[string]bool
+	// Removed are the keys an incremental response removed: deletions,
+	// for every type (a SotW response deletes by absence instead).
+	Removed []string
 	// Complete says that every resource and TP3 entry was named. For a
 	// type whose SotW responses carry every resource, what Named lacks
 	// has then been deleted; a resource whose name could not be learned
@@ -169,7 +177,10 @@ type Resource struct {
 	// Hash is Raw's under Config.HashSeed when Wrapper is "", so that
 	// the host indexes the bytes without hashing them again.
 	Hash uint64
-	Err  error // why it is invalid
+	// Version is the resource's own version in an incremental response,
+	// "" in a SotW one.
+	Version string
+	Err     error // why it is invalid
 }
 
 // ResourceError is one xRFC TP3 entry.

@@ -464,16 +464,36 @@ func TestMetadata(t *testing.T) {
 	}
 }
 
-func TestDeltaUnimplemented(t *testing.T) {
+// TestDeltaExchange: an incremental stream is driven as a SotW one is,
+// with automatic nonces.
+func TestDeltaExchange(t *testing.T) {
 	srv := scriptedads.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ds, err := dial(t, srv.Addr()).DeltaAggregatedResources(ctx)
-	if err == nil {
-		_, err = ds.Recv()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if status.Code(err) != codes.Unimplemented {
-		t.Errorf("Delta stream = %v, want code Unimplemented", err)
+	want := &discoverypb.DeltaDiscoveryRequest{TypeUrl: "t", ResourceNamesSubscribe: []string{"a"}}
+	if err := ds.Send(want); err != nil {
+		t.Fatal(err)
+	}
+	st := srv.WaitDeltaStream(t)
+	wantProto(t, "request", want, st.RecvT(t))
+	resp := scriptedads.DeltaResponse("t", "v1", []*discoverypb.Resource{{Name: "a", Version: "1", Resource: str("x")}}, "b")
+	if nonce := st.SendT(t, resp); nonce != "1" {
+		t.Errorf("nonce %q, want 1", nonce)
+	}
+	got, err := ds.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Nonce = "1"
+	wantProto(t, "response", resp, got)
+	st.ExpectNoRequest(t, 20*time.Millisecond)
+	st.Close(status.Error(codes.Unavailable, "bye"))
+	if _, err := ds.Recv(); status.Code(err) != codes.Unavailable {
+		t.Errorf("after Close: %v, want Unavailable", err)
 	}
 }
 

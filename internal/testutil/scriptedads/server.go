@@ -50,12 +50,15 @@ type Server struct {
 	wg        sync.WaitGroup // Serve and the streams' receiving goroutines
 	closeOnce sync.Once
 
-	mu       sync.Mutex
-	streams  []*Stream // in opening order; index == Stream.Index
-	next     int       // streams[next:] have not been handed out yet
-	failErr  error
-	requests []Recorded
-	closed   bool
+	mu      sync.Mutex
+	streams []*Stream // in opening order; index == Stream.Index
+	next    int       // streams[next:] have not been handed out yet
+	// deltaStreams and nextDelta are the same for incremental streams.
+	deltaStreams []*DeltaStream
+	nextDelta    int
+	failErr      error
+	requests     []Recorded
+	closed       bool
 	// changed is closed and replaced when a stream opens or the server
 	// closes, so that NextStream can wait without polling.
 	changed chan struct{}
@@ -170,8 +173,12 @@ func (s *Server) Stop() {
 	s.ln.refuse(true)
 	s.mu.Lock()
 	streams := append([]*Stream(nil), s.streams...)
+	deltas := append([]*DeltaStream(nil), s.deltaStreams...)
 	s.mu.Unlock()
 	for _, st := range streams {
+		<-st.done
+	}
+	for _, st := range deltas {
 		<-st.done
 	}
 }

@@ -60,6 +60,9 @@ func (c *channel) FinishLocked(r *wire.Response, gate *wire.Gate) {
 	if r.Accepted {
 		c.versions[typeURL] = r.Version
 	}
+	if c.reconnected {
+		c.clearConnectivityErrorsLocked(gate)
+	}
 	c.e.metrics.resourceUpdates(c, r.Type, r.Valid, r.Invalid)
 }
 

@@ -136,10 +136,11 @@ func rawNsPerOp(tb testing.TB, b []byte) float64 {
 }
 
 // memEngine is an engine on an in-memory transport, for the benchmarks.
-func memEngine(tb testing.TB, reg *registry.Registry) (*engine.Engine, *memTransport) {
+// serverFeatures are the server's, such as features.NameDeltaXDS.
+func memEngine(tb testing.TB, reg *registry.Registry, serverFeatures ...string) (*engine.Engine, *memTransport) {
 	tr := &memTransport{streams: make(chan *memStream, 1)}
 	e, err := engine.New(engine.Config{
-		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer("mem")}, Node: bootstrap.Node{ID: "bench"}},
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer("mem", serverFeatures...)}, Node: bootstrap.Node{ID: "bench"}},
 		Registry:  reg,
 		Switches:  &features.Switches{},
 		Transport: tr,

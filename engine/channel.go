@@ -40,11 +40,15 @@ type channel struct {
 	connected bool
 
 	// delta: the server speaks incremental ADS (features.NameDeltaXDS).
-	delta     bool
-	stream    wire.Stream
-	retries   int         // consecutive streams that failed without a response
-	stopRetry func() bool // pending backoff timer
-	closed    bool
+	delta bool
+	// reconnected: an incremental server answered after a connectivity
+	// failure; the connectivity errors of what it did not re-send are
+	// cleared after the response is applied.
+	reconnected bool
+	stream      wire.Stream
+	retries     int         // consecutive streams that failed without a response
+	stopRetry   func() bool // pending backoff timer
+	closed      bool
 }
 
 // channelLocked returns the channel for a server, creating it (and its
@@ -195,6 +199,9 @@ func (c *channel) ReceivedLocked() {
 	if c.status != nil {
 		c.status = nil
 		c.e.log.Info("xDS server reachable again", "server", c.server.URI)
+		// Cleared once the response is applied: what it updates is
+		// told by the update itself.
+		c.reconnected = c.delta
 	}
 	for _, a := range c.authsSortedLocked() {
 		i := slices.Index(a.channels, c)
@@ -206,6 +213,28 @@ func (c *channel) ReceivedLocked() {
 		for _, l := range lower {
 			c.e.log.Info("xDS fallback ended: primary is back", "authority", a.displayName(), "server", c.server.URI, "released", l.server.URI)
 			l.releaseLocked(a)
+		}
+	}
+}
+
+// clearConnectivityErrorsLocked tells the watchers of resources cached
+// from this incremental server that it is reachable again. A SotW server
+// re-sends every resource on a new stream, which clears the error; a delta
+// server does not send what initial_resource_versions showed unchanged,
+// and its silence is that confirmation.
+func (c *channel) clearConnectivityErrorsLocked(gate *wire.Gate) {
+	c.reconnected = false
+	for _, a := range c.authsSortedLocked() {
+		if a.active() != c {
+			continue
+		}
+		for _, byName := range a.resources {
+			for _, en := range byName {
+				if en.source == c && en.value != nil && KindOf(en.ambient) == KindConnectivity {
+					en.ambient = nil
+					c.e.notifyAmbientLocked(en, nil, gate)
+				}
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -32,10 +33,18 @@ func field(t *testing.T, ev watchrec.Event, key string) any {
 
 // TestEndToEndGoControlPlane drives the engine against go-control-plane's
 // server: watch, update, NACK, outage with cached data, restart.
+// It runs once per protocol variant: go-control-plane's server speaks
+// both, from one snapshot cache.
 func TestEndToEndGoControlPlane(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) { testEndToEndGoControlPlane(t, p) })
+	}
+}
+
+func testEndToEndGoControlPlane(t *testing.T, p protocol) {
 	srv := xdstest.NewServer(t, xdstest.Options{Name: "primary"})
 	srv.Set(xdstest.R("a", testtype.Message("a", "v", "1")).As(thing), xdstest.R("l", testtype.Message("l")).As(required))
-	e := realClockEngine(t, srv.Addr(), nil)
+	e := realClockEngine(t, srv.Addr(), withFeatures(p.features...))
 
 	w := watchrec.New()
 	e.Watch(thing, "a", w)
@@ -56,8 +65,10 @@ func TestEndToEndGoControlPlane(t *testing.T) {
 	checkEvent(t, w.NextAmbient(t), true, codes.InvalidArgument)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := srv.WaitForRequest(ctx, xdstest.IsNACK(thing)); err != nil {
-		t.Fatalf("server saw no NACK: %v", err)
+	if p.name == "sotw" { // xdstest records SotW requests only; the delta NACK is checked in delta_test.go
+		if _, err := srv.WaitForRequest(ctx, xdstest.IsNACK(thing)); err != nil {
+			t.Fatalf("server saw no NACK: %v", err)
+		}
 	}
 
 	// Outage: cached data stays in use, watchers hear of it as ambient.
@@ -80,6 +91,21 @@ func TestEndToEndGoControlPlane(t *testing.T) {
 	// ambient NOT_FOUND, resource kept).
 	srv.Set(xdstest.R("a", testtype.Message("a", "v", "3")).As(thing))
 	checkEvent(t, wl.NextAmbient(t), true, codes.NotFound)
+}
+
+// withFeatures adds server features to every server of the bootstrap.
+func withFeatures(names ...string) func(*engine.Config) {
+	return func(c *engine.Config) {
+		if len(names) == 0 {
+			return
+		}
+		b := *c.Bootstrap
+		b.Servers = slices.Clone(b.Servers)
+		for i := range b.Servers {
+			b.Servers[i].ServerFeatures = append(slices.Clip(b.Servers[i].ServerFeatures), names...)
+		}
+		c.Bootstrap = &b
+	}
 }
 
 // TestEndToEndRealClockTimer runs the does-not-exist timer on the real

@@ -388,3 +388,41 @@ func TestCustomFallbackPolicy(t *testing.T) {
 		t.Fatalf("policy saw %+v", seen)
 	}
 }
+
+// TestFallbackMixesVariants: fallback (A71) works across a State-of-the-
+// World and an incremental server, either way round: the variant is a
+// property of each server, not of the authority.
+func TestFallbackMixesVariants(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		primary, fallback []string
+	}{
+		{"sotw primary, delta fallback", nil, []string{features.NameDeltaXDS}},
+		{"delta primary, sotw fallback", []string{features.NameDeltaXDS}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			primary := xdstest.NewServer(t, xdstest.Options{Name: "primary"})
+			fallback := xdstest.NewServer(t, xdstest.Options{Name: "fallback"})
+			primary.Set(thingR("x", "primary"))
+			fallback.Set(thingR("x", "fallback"))
+			primary.Stop()
+			e := fallbackEngine(t, func(c *engine.Config) {
+				c.Bootstrap.Servers[0].ServerFeatures = tc.primary
+				c.Bootstrap.Servers[1].ServerFeatures = tc.fallback
+			}, primary.Addr(), fallback.Addr())
+			w := watchrec.New()
+			e.Watch(thing, "x", w)
+			if v := field(t, w.NextChanged(t), "v"); v != "fallback" {
+				t.Fatalf("v = %v, want the fallback's", v)
+			}
+			primary.Restart()
+			if v := field(t, w.NextChanged(t), "v"); v != "primary" {
+				t.Fatalf("v = %v, want the primary's after it returned", v)
+			}
+			if a := e.Authorities()[0]; a.Active != primary.Addr() || !a.Connected {
+				t.Fatalf("authority %+v, want the primary active and connected", a)
+			}
+			w.ExpectNone(t, 50*time.Millisecond)
+		})
+	}
+}

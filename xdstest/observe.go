@@ -225,14 +225,16 @@ func (s *Server) Counts() Counts {
 	return c
 }
 
-// OpenStreams returns the number of SotW ADS streams currently open.
+// OpenStreams returns the number of ADS streams, SotW and incremental,
+// currently open.
 func (s *Server) OpenStreams() int {
 	s.obs.mu.Lock()
 	defer s.obs.mu.Unlock()
 	return s.obs.open
 }
 
-// StreamsOpened returns the number of SotW ADS streams opened since Start.
+// StreamsOpened returns the number of ADS streams, SotW and incremental,
+// opened since Start.
 func (s *Server) StreamsOpened() int {
 	s.obs.mu.Lock()
 	defer s.obs.mu.Unlock()

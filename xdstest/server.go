@@ -123,6 +123,13 @@ func Start(opts Options) (*Server, error) {
 			s.park.onStreamClosed(id)
 			s.obs.streamClosed()
 		},
+		// Incremental streams count as streams too; their requests are
+		// not recorded (Requests and WaitForRequest see SotW ones).
+		DeltaStreamOpenFunc: func(context.Context, int64, string) error {
+			s.obs.streamOpened()
+			return nil
+		},
+		DeltaStreamClosedFunc: func(int64, *corepb.Node) { s.obs.streamClosed() },
 		StreamRequestFunc: func(id int64, req *discoverypb.DiscoveryRequest) error {
 			s.park.onRequest(id, req)
 			return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,9 +28,11 @@ import (
 )
 
 func main() {
+	delta := flag.Bool("delta", false, "speak incremental (delta) xDS to the management servers (server feature "+features.NameDeltaXDS+")")
+	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	if err := run(ctx, os.Stdout); err != nil {
+	if err := run(ctx, os.Stdout, *delta); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
@@ -59,7 +62,9 @@ func configuration(z1, z2 []string) []xdstest.Resource {
 	}
 }
 
-func run(ctx context.Context, out io.Writer) error {
+// run tells the story; delta makes the client speak incremental xDS to
+// both servers.
+func run(ctx context.Context, out io.Writer, delta bool) error {
 	start := time.Now()
 	say := func(format string, args ...any) {
 		fmt.Fprintf(out, "[%5.2fs] "+format+"\n", append([]any{time.Since(start).Seconds()}, args...)...)
@@ -89,7 +94,7 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "bootstrap.json")
-	if err := os.WriteFile(path, []byte(bootstrapJSON(primary.Addr(), fallback.Addr())), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(bootstrapJSON(primary.Addr(), fallback.Addr(), delta)), 0o600); err != nil {
 		return err
 	}
 	os.Setenv(bootstrap.EnvFile, path)
@@ -97,7 +102,11 @@ func run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	say("bootstrap %s: %d servers, authority endpoints.example falls back on reachability only", path, len(bs.Servers))
+	protocol := "State of the World"
+	if delta {
+		protocol = "incremental (delta)"
+	}
+	say("bootstrap %s: %d servers speaking %s xDS, authority endpoints.example falls back on reachability only", path, len(bs.Servers), protocol)
 
 	reg := builtin.Registry()
 	e, err := engine.New(engine.Config{
@@ -232,23 +241,29 @@ func endpoints(g *graph.Graph) []string {
 	return out
 }
 
-func bootstrapJSON(primary, fallback string) string {
+// bootstrapJSON is the bootstrap file; with delta, every server has the
+// server feature that selects incremental xDS (gRPC clients ignore it).
+func bootstrapJSON(primary, fallback string, delta bool) string {
+	list := "[]"
+	if delta {
+		list = fmt.Sprintf("[%q]", features.NameDeltaXDS)
+	}
 	return fmt.Sprintf(`{
   "xds_servers": [
-    {"server_uri": %q, "channel_creds": [{"type": "insecure"}]},
-    {"server_uri": %q, "channel_creds": [{"type": "insecure"}]}
+    {"server_uri": %[1]q, "channel_creds": [{"type": "insecure"}], "server_features": %[3]s},
+    {"server_uri": %[2]q, "channel_creds": [{"type": "insecure"}], "server_features": %[3]s}
   ],
   "node": {"id": "quickstart-node", "cluster": "quickstart"},
   "authorities": {
     "endpoints.example": {
       "xds_servers": [
-        {"server_uri": %q, "channel_creds": [{"type": "insecure"}]},
-        {"server_uri": %q, "channel_creds": [{"type": "insecure"}]}
+        {"server_uri": %[1]q, "channel_creds": [{"type": "insecure"}], "server_features": %[3]s},
+        {"server_uri": %[2]q, "channel_creds": [{"type": "insecure"}], "server_features": %[3]s}
       ],
       "fallback_on_reachability_only": true
     }
   }
-}`, primary, fallback, primary, fallback)
+}`, primary, fallback, list)
 }
 
 func indent(s string) string {

@@ -12,14 +12,21 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// TestQuickstart runs the quickstart as `go run` would and checks its
-// story: resolution, update, fallback, return, within 15 s.
+// TestQuickstart runs the quickstart as `go run` would, once per
+// protocol variant, and checks its story: resolution, update, fallback,
+// return, within 15 s.
 func TestQuickstart(t *testing.T) {
+	for _, delta := range []bool{false, true} {
+		t.Run(map[bool]string{false: "sotw", true: "delta"}[delta], func(t *testing.T) { testQuickstart(t, delta) })
+	}
+}
+
+func testQuickstart(t *testing.T, delta bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	var out bytes.Buffer
 	start := time.Now()
-	if err := run(ctx, &out); err != nil {
+	if err := run(ctx, &out, delta); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	t.Logf("quickstart took %v:\n%s", time.Since(start).Round(time.Millisecond), out.String())

@@ -27,6 +27,7 @@ func (c *channel) ApplyResourcesLocked(r *wire.Response, part []wire.Resource, g
 		res := &part[i]
 		_, en := e.lookupEntryLocked(typeURL, res.Key)
 		if en == nil {
+			c.applyMemberLocked(typeURL, res.Key, res.Value, res.Err)
 			continue
 		}
 		if res.Err != nil {
@@ -62,6 +63,9 @@ func (c *channel) FinishLocked(r *wire.Response, gate *wire.Gate) {
 	}
 	if c.reconnected {
 		c.clearConnectivityErrorsLocked(gate)
+	}
+	if len(c.globsTouched) > 0 {
+		c.deliverGlobsLocked(r.Version, r.Received, gate)
 	}
 	c.e.metrics.resourceUpdates(c, r.Type, r.Valid, r.Invalid)
 }
@@ -107,7 +111,11 @@ func (c *channel) applyDeletionsLocked(typeURL string, named map[string]bool, ve
 func (c *channel) applyRemovalLocked(typeURL, key, version string, gate *wire.Gate) {
 	e := c.e
 	a, en := e.lookupEntryLocked(typeURL, key)
-	if en == nil || a.active() != c || en.state == StateDoesNotExist {
+	if en == nil {
+		c.applyMemberLocked(typeURL, key, nil, nil)
+		return
+	}
+	if a.active() != c || en.state == StateDoesNotExist {
 		return
 	}
 	err := e.newError(KindDeleted, codes.NotFound, en, c, errors.New("resource deleted by the xDS server"))

@@ -124,6 +124,10 @@ type entry struct {
 	// ambient is the last error given to watchers as ambient; a new
 	// watcher sees it after the cached resource.
 	ambient error
+	// members are a glob collection's resources by name (glob.go), and
+	// memberErr why the last response left one unchanged.
+	members   map[string]registry.Resource
+	memberErr error
 }
 
 // contentKey indexes cached resources that came without a wrapper by

@@ -45,10 +45,13 @@ type channel struct {
 	// failure; the connectivity errors of what it did not re-send are
 	// cleared after the response is applied.
 	reconnected bool
-	stream      wire.Stream
-	retries     int         // consecutive streams that failed without a response
-	stopRetry   func() bool // pending backoff timer
-	closed      bool
+	// globsTouched are the glob collections the response being applied
+	// changed (glob.go).
+	globsTouched map[*entry]bool
+	stream       wire.Stream
+	retries      int         // consecutive streams that failed without a response
+	stopRetry    func() bool // pending backoff timer
+	closed       bool
 }
 
 // channelLocked returns the channel for a server, creating it (and its

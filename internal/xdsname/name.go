@@ -177,3 +177,33 @@ func CheckType(n Name, typeURL string) error {
 	}
 	return nil
 }
+
+// GlobSuffix ends the ID of a glob collection's name (xRFC TP1):
+// "xdstp://authority/type/path/*" names every resource under
+// "xdstp://authority/type/path/".
+const GlobSuffix = "/*"
+
+// IsGlob reports whether s is an xdstp:// glob collection name.
+func IsGlob(s string) bool {
+	return strings.HasPrefix(s, schemePrefix) && strings.HasSuffix(strings.SplitN(s, "?", 2)[0], GlobSuffix)
+}
+
+// GlobOf returns the canonical name of the glob collection that the
+// xdstp:// name s would be a member of: its last path segment replaced
+// by "*", with the same context parameters (xRFC TP1). It reports false
+// for an old-style name, a name with no '/' in its ID, and a glob name.
+func GlobOf(s string) (string, bool) {
+	if !strings.HasPrefix(s, schemePrefix) {
+		return "", false
+	}
+	n, err := Parse(s)
+	if err != nil {
+		return "", false
+	}
+	i := strings.LastIndexByte(n.ID, '/')
+	if i < 0 || n.ID[i+1:] == "*" {
+		return "", false
+	}
+	n.ID = n.ID[:i] + GlobSuffix
+	return n.String(), true
+}

@@ -362,3 +362,24 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestGlobOf(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"xdstp://a/envoy.config.endpoint.v3.LbEndpoint/backend/z1/m1", "xdstp://a/envoy.config.endpoint.v3.LbEndpoint/backend/z1/*", true},
+		{"xdstp://a/envoy.config.endpoint.v3.LbEndpoint/backend/m?b=2&a=1", "xdstp://a/envoy.config.endpoint.v3.LbEndpoint/backend/*?a=1&b=2", true},
+		{"xdstp://a/envoy.config.endpoint.v3.LbEndpoint/single", "", false},
+		{"xdstp://a/envoy.config.endpoint.v3.LbEndpoint/backend/*", "", false},
+		{"old-style/name", "", false},
+	} {
+		got, ok := GlobOf(tc.in)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("GlobOf(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+	if !IsGlob("xdstp://a/T/backend/*?x=1") || IsGlob("xdstp://a/T/backend/m") || IsGlob("name/*") {
+		t.Error("IsGlob")
+	}
+}

@@ -14,7 +14,7 @@ import (
 // EDS's use of it are on is not decided here but by the engine's switches
 // (engine.Config.Switches), which the types consult.
 func Types() []registry.ResourceType {
-	return []registry.ResourceType{lds.Type, rds.Type, cds.Type, eds.Type, leds.Type}
+	return []registry.ResourceType{lds.Type, rds.Type, cds.Type, eds.Type, leds.Type, leds.EndpointType}
 }
 
 // Registry returns a new registry holding [Types]. It panics only if the

@@ -20,7 +20,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestTypes(t *testing.T) {
-	want := []string{lds.TypeURL, rds.TypeURL, cds.TypeURL, eds.TypeURL, leds.TypeURL}
+	want := []string{lds.TypeURL, rds.TypeURL, cds.TypeURL, eds.TypeURL, leds.TypeURL, leds.EndpointTypeURL}
 	var got []string
 	for _, rt := range builtin.Types() {
 		got = append(got, rt.TypeURL)
@@ -37,8 +37,8 @@ func TestTypes(t *testing.T) {
 
 func TestRegistry(t *testing.T) {
 	r := builtin.Registry()
-	if r.Len() != 5 {
-		t.Fatalf("Registry().Len() = %d, want 5", r.Len())
+	if r.Len() != 6 {
+		t.Fatalf("Registry().Len() = %d, want 6", r.Len())
 	}
 	for _, rt := range builtin.Types() {
 		got, ok := r.Lookup(rt.TypeURL)
@@ -71,6 +71,7 @@ func ExampleRegistry() {
 	// Output:
 	// type.googleapis.com/envoy.config.cluster.v3.Cluster
 	// type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment
+	// type.googleapis.com/envoy.config.endpoint.v3.LbEndpoint
 	// type.googleapis.com/envoy.config.endpoint.v3.LbEndpointCollection
 	// type.googleapis.com/envoy.config.listener.v3.Listener
 	// type.googleapis.com/envoy.config.route.v3.RouteConfiguration

@@ -40,18 +40,26 @@ func (c *ClusterLoadAssignment) Compose(lookup func(registry.Ref) (registry.Reso
 			continue
 		}
 		field := fmt.Sprintf("locality %s priority %d", loc.ID, loc.Priority)
-		r, ok := lookup(registry.Ref{TypeURL: leds.TypeURL, Name: loc.LEDSCollection})
+		r, ok := lookup(ledsRef(loc.LEDSCollection))
 		if !ok {
 			errs.Addf(field, "LEDS collection %q is not available", loc.LEDSCollection)
 			continue
 		}
-		coll, ok := r.(*leds.LbEndpointCollection)
-		if !ok {
-			errs.Addf(field, "LEDS collection %q resolved to %T, want *leds.LbEndpointCollection", loc.LEDSCollection, r)
-			continue
+		switch coll := r.(type) {
+		case *leds.LbEndpointCollection:
+			loc.Endpoints = coll.Endpoints
+			out.sources = append(out.sources, coll)
+		case *registry.GlobCollection:
+			eps, err := leds.GlobEndpoints(coll)
+			if err != nil {
+				errs.Addf(field, "%v", err)
+				continue
+			}
+			loc.Endpoints = eps
+			out.sources = append(out.sources, coll)
+		default:
+			errs.Addf(field, "LEDS collection %q resolved to %T, want *leds.LbEndpointCollection or *registry.GlobCollection", loc.LEDSCollection, r)
 		}
-		loc.Endpoints = coll.Endpoints
-		out.sources = append(out.sources, coll)
 	}
 	if errs.Len() == 0 {
 		checkDuplicates(out.Localities, &errs)

@@ -138,3 +138,53 @@ func TestComposeErrors(t *testing.T) {
 		})
 	}
 }
+
+// globMember decodes one LbEndpoint member of a glob collection.
+func globMember(t *testing.T, name string, lb *endpointpb.LbEndpoint) registry.GlobMember {
+	t.Helper()
+	res, err := leds.EndpointType.Decode(marshal(t, lb), registry.DecodeOptions{WrapperName: name})
+	if err != nil {
+		t.Fatalf("decoding member %q: %v", name, err)
+	}
+	return registry.GlobMember{Name: name, Resource: res.Resource}
+}
+
+// TestComposeGlobCollection: a locality whose leds_collection_name is a
+// glob collection (xRFC TP1) depends on it as LbEndpoint resources, and
+// takes its members' endpoints, in member-name order.
+func TestComposeGlobCollection(t *testing.T) {
+	const glob = "xdstp://xdstest.example/envoy.config.endpoint.v3.LbEndpoint/backend/z/*"
+	decoded := decode(t, cla(ledsLocality("z", 0, glob)))
+	ref := registry.Ref{TypeURL: leds.EndpointTypeURL, Name: glob}
+	if refs := eds.Type.Refs(decoded); !cmp.Equal(refs, []registry.Ref{ref}) {
+		t.Fatalf("Refs = %v, want %v", refs, ref)
+	}
+	coll := &registry.GlobCollection{Name: glob, Members: []registry.GlobMember{
+		globMember(t, strings.TrimSuffix(glob, "*")+"m1", lbEndpoint("10.0.9.1", 80)),
+		globMember(t, strings.TrimSuffix(glob, "*")+"m2", lbEndpoint("10.0.9.2", 80)),
+	}}
+	r, err := decoded.Compose(lookupOf(map[registry.Ref]registry.Resource{ref: coll}))
+	if err != nil {
+		t.Fatalf("Compose() error = %v", err)
+	}
+	got := r.(*eds.ClusterLoadAssignment)
+	var addrs []string
+	for _, e := range got.Localities[0].Endpoints {
+		addrs = append(addrs, e.Address.String())
+	}
+	if !cmp.Equal(addrs, []string{"10.0.9.1:80", "10.0.9.2:80"}) {
+		t.Fatalf("endpoints %v, want the members'", addrs)
+	}
+	fewer := &registry.GlobCollection{Name: glob, Members: coll.Members[:1]}
+	r2, err := decoded.Compose(lookupOf(map[registry.Ref]registry.Resource{ref: fewer}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Equal(r2) {
+		t.Error("values composed from different member sets are Equal")
+	}
+	wrong := &registry.GlobCollection{Name: glob, Members: []registry.GlobMember{{Name: "x", Resource: collection(t, "x")}}}
+	if _, err := decoded.Compose(lookupOf(map[registry.Ref]registry.Resource{ref: wrong})); err == nil || !strings.Contains(err.Error(), "want *leds.LbEndpoint") {
+		t.Fatalf("Compose with a member of another type: %v, want an error naming it", err)
+	}
+}

@@ -149,9 +149,9 @@ func (c *localityConverter) collection(at func() string, cfg *endpointpb.LedsClu
 	switch {
 	case name == "":
 		c.errs.Add(at()+".leds_cluster_locality_config.leds_collection_name", "must be non-empty")
-	case strings.HasSuffix(name, "/*"):
+	case strings.HasSuffix(name, "/*") && !strings.HasPrefix(name, "xdstp://"):
 		c.errs.Addf(at()+".leds_cluster_locality_config.leds_collection_name",
-			"%q names a glob collection; only list collections are supported", name)
+			"%q names a glob collection but is not an xdstp:// name (xRFC TP1)", name)
 	}
 	return name
 }

@@ -3,12 +3,14 @@ package eds
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/xdsengine/xdsengine/internal/xdsname"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/endpoint"
 	"github.com/xdsengine/xdsengine/types/leds"
@@ -64,7 +66,7 @@ type ClusterLoadAssignment struct {
 	// composed is set on values returned by Compose; sources are the LEDS
 	// collections they were built from, in locality order.
 	composed bool
-	sources  []*leds.LbEndpointCollection
+	sources  []registry.Resource // *leds.LbEndpointCollection or *registry.GlobCollection
 }
 
 // LocalityID names a locality.
@@ -150,11 +152,28 @@ func (c *ClusterLoadAssignment) Equal(other registry.Resource) bool {
 		return false
 	}
 	for i, s := range c.sources {
-		if !s.Equal(o.sources[i]) {
+		if !sourceEqual(s, o.sources[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// sourceEqual compares two LEDS collections a composed value was built
+// from: list collections by their bytes, glob collections member by
+// member.
+func sourceEqual(a, b registry.Resource) bool {
+	switch a := a.(type) {
+	case *leds.LbEndpointCollection:
+		return a.Equal(b)
+	case *registry.GlobCollection:
+		g, ok := b.(*registry.GlobCollection)
+		return ok && a.Name == g.Name && slices.EqualFunc(a.Members, g.Members, func(x, y registry.GlobMember) bool {
+			xe, ok := x.Resource.(registry.Equaler)
+			return ok && x.Name == y.Name && xe.Equal(y.Resource)
+		})
+	}
+	return false
 }
 
 func dependencies(r registry.Resource) []registry.Ref {
@@ -164,9 +183,19 @@ func dependencies(r registry.Resource) []registry.Ref {
 	}
 	var refs []registry.Ref
 	for _, n := range c.LEDSCollections() {
-		refs = append(refs, registry.Ref{TypeURL: leds.TypeURL, Name: n})
+		refs = append(refs, ledsRef(n))
 	}
 	return refs
+}
+
+// ledsRef is what a locality's leds_collection_name refers to: a list
+// collection (gRFC A95), or a glob collection of LbEndpoint resources
+// (xRFC TP1), watched over incremental xDS.
+func ledsRef(name string) registry.Ref {
+	if xdsname.IsGlob(name) {
+		return registry.Ref{TypeURL: leds.EndpointTypeURL, Name: name}
+	}
+	return registry.Ref{TypeURL: leds.TypeURL, Name: name}
 }
 
 // Interface guards.

@@ -313,9 +313,9 @@ var invalidCases = []invalidCase{
 		wantErr: "endpoints[0].leds_cluster_locality_config.leds_config: must have self set",
 	},
 	{
-		name:    "LEDS glob collection",
-		in:      cla(ledsLocality("a", 0, "xdstp://xdstest.example/envoy.config.endpoint.v3.LbEndpoint/backend/*")),
-		wantErr: `endpoints[0].leds_cluster_locality_config.leds_collection_name: "xdstp://xdstest.example/envoy.config.endpoint.v3.LbEndpoint/backend/*" names a glob collection`,
+		name:    "LEDS glob collection not xdstp",
+		in:      cla(ledsLocality("a", 0, "backend/*")),
+		wantErr: `endpoints[0].leds_cluster_locality_config.leds_collection_name: "backend/*" names a glob collection but is not an xdstp:// name (xRFC TP1)`,
 	},
 	{
 		name:    "LEDS collection name empty",
@@ -475,11 +475,11 @@ func FuzzDecode(f *testing.F) {
 // locality's LEDS config is ignored and its lb_endpoints are used, even
 // a config A95 would reject.
 func TestIgnoreLEDS(t *testing.T) {
-	l := ledsLocality("z", 0, "xdstp://xdstest.example/envoy.config.endpoint.v3.LbEndpoint/backend/*")
+	l := ledsLocality("z", 0, "backend/*")
 	l.LbEndpoints = []*endpointpb.LbEndpoint{lbEndpoint("10.0.0.1", 80)}
 	raw := marshal(t, cla(l))
 	if _, err := eds.Type.Decode(raw, registry.DecodeOptions{}); err == nil {
-		t.Fatal("default EDS type accepted a glob LEDS collection")
+		t.Fatal("default EDS type accepted a glob LEDS collection that is not an xdstp:// name")
 	}
 	res, err := eds.Type.Decode(raw, registry.DecodeOptions{Switches: features.Switches{DisableEndpointFallback: true}})
 	if err != nil {

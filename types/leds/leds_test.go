@@ -2,6 +2,7 @@ package leds_test
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	xdscorepb "github.com/cncf/xds/go/xds/core/v3"
@@ -307,4 +308,48 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestEndpointType: a glob collection's member is one LbEndpoint,
+// validated like an EDS lb_endpoints entry, named by its wrapper.
+func TestEndpointType(t *testing.T) {
+	const name = "xdstp://a/envoy.config.endpoint.v3.LbEndpoint/backend/m1"
+	for _, tc := range []struct {
+		desc    string
+		lb      *endpointpb.LbEndpoint
+		wrapper string
+		wantErr string
+	}{
+		{"valid", lbEndpoint("10.0.0.1", 80), name, ""},
+		{"unnamed", lbEndpoint("10.0.0.1", 80), "", "must arrive in a named"},
+		{"weight 0", func() *endpointpb.LbEndpoint {
+			lb := lbEndpoint("10.0.0.1", 80)
+			lb.LoadBalancingWeight = wrapperspb.UInt32(0)
+			return lb
+		}(), name, "LbEndpoint.load_balancing_weight: must be greater than 0"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			raw, err := proto.Marshal(tc.lb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := leds.EndpointType.Decode(raw, registry.DecodeOptions{WrapperName: tc.wrapper})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Decode error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			lb := res.Resource.(*leds.LbEndpoint)
+			if lb.Name != name || lb.Endpoint.Address.String() != "10.0.0.1:80" || lb.String() != "10.0.0.1:80" {
+				t.Fatalf("got %+v", lb)
+			}
+			if !lb.Equal(lb) || !proto.Equal(lb.Proto(), tc.lb) {
+				t.Error("Equal or Proto do not round-trip")
+			}
+		})
+	}
 }

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"time"
+
+	"github.com/xdsengine/xdsengine/internal/xdsname"
 )
 
 // subscription is one name on one stream. Its does-not-exist timer runs
@@ -177,6 +179,14 @@ func (s *stream) settleLocked(typeURL, name string) {
 	}
 	if sub := st.subs[name]; sub != nil {
 		sub.stopLocked()
+		return
+	}
+	// A member of a glob collection answers the collection's
+	// subscription (xRFC TP1).
+	if glob, ok := xdsname.GlobOf(name); ok {
+		if sub := st.subs[glob]; sub != nil {
+			sub.stopLocked()
+		}
 	}
 }
 

@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/xdsengine/xdsengine/engine/internal/wire"
+	"github.com/xdsengine/xdsengine/internal/xdsname"
+	"github.com/xdsengine/xdsengine/registry"
+)
+
+// Glob collections (xRFC TP1): a watch of "xdstp://a/type/path/*" is one
+// cache entry, subscribed by that name; the server answers with the
+// members, "xdstp://a/type/path/<id>", which nobody watches by name. Each
+// member that arrives, or is removed, updates the collection's member set;
+// once a response is applied, each collection it touched is delivered
+// anew, as a *registry.GlobCollection.
+
+// globEntryLocked returns the watched glob collection key is a member of,
+// or nil.
+func (e *Engine) globEntryLocked(typeURL, key string) *entry {
+	gk, ok := xdsname.GlobOf(key)
+	if !ok {
+		return nil
+	}
+	_, ge := e.lookupEntryLocked(typeURL, gk)
+	return ge
+}
+
+// applyMemberLocked records a member's new value, or its removal (value
+// nil), for delivery when the response is finished. It reports whether
+// key is a member of a watched collection.
+func (c *channel) applyMemberLocked(typeURL, key string, value registry.Resource, resErr error) bool {
+	ge := c.e.globEntryLocked(typeURL, key)
+	if ge == nil {
+		return false
+	}
+	switch {
+	case resErr != nil:
+		// The member's last good value stays; the collection's watchers
+		// hear why it did not change.
+		ge.memberErr = fmt.Errorf("invalid member %s: %w", wire.QuoteName(key), resErr)
+	case value == nil:
+		if _, had := ge.members[key]; !had {
+			return true
+		}
+		delete(ge.members, key)
+	default:
+		if old, had := ge.members[key]; had && resourcesEqual(old, value) {
+			return true
+		}
+		if ge.members == nil {
+			ge.members = make(map[string]registry.Resource)
+		}
+		ge.members[key] = value
+	}
+	if c.globsTouched == nil {
+		c.globsTouched = make(map[*entry]bool)
+	}
+	c.globsTouched[ge] = true
+	return true
+}
+
+// deliverGlobsLocked delivers the collections the response changed.
+func (c *channel) deliverGlobsLocked(version string, received time.Time, gate *wire.Gate) {
+	e := c.e
+	touched := make([]*entry, 0, len(c.globsTouched))
+	for ge := range c.globsTouched {
+		touched = append(touched, ge)
+	}
+	c.globsTouched = nil
+	slices.SortFunc(touched, func(a, b *entry) int { return strings.Compare(a.name, b.name) })
+	for _, ge := range touched {
+		if ge.watchers == nil && ge.orphaned {
+			continue
+		}
+		if err := ge.memberErr; err != nil {
+			ge.memberErr = nil
+			nack := e.newError(KindNACK, codes.InvalidArgument, ge, c, err)
+			ge.ambient = nack
+			e.notifyAmbientLocked(ge, nack, gate)
+			continue
+		}
+		names := make([]string, 0, len(ge.members))
+		for n := range ge.members {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		coll := &registry.GlobCollection{Name: ge.name, Members: make([]registry.GlobMember, len(names))}
+		for i, n := range names {
+			coll.Members[i] = registry.GlobMember{Name: n, Resource: ge.members[n]}
+		}
+		ge.version, ge.updated, ge.state, ge.source = version, received, StateACKed, c
+		ge.err, ge.ambient, ge.failedVersion, ge.failedAt = nil, nil, "", time.Time{}
+		ge.value = coll
+		e.notifyChangedLocked(ge, coll, nil, gate)
+	}
+}

@@ -156,8 +156,14 @@ func TestWrappedResourceTakesWrapperName(t *testing.T) {
 }
 
 func TestDoesNotExistTimer(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) { testDoesNotExistTimer(t, p) })
+	}
+}
+
+func testDoesNotExistTimer(t *testing.T, p protocol) {
 	t.Run("not started while the server is unreachable", func(t *testing.T) {
-		f := newFixture(t, fixtureOpts{})
+		f := newFixture(t, fixtureOpts{serverFeatures: p.features})
 		f.servers[0].Stop()
 		w, _ := f.watch(thing, "a")
 		checkEvent(t, w.Next(t), false, codes.Unavailable)
@@ -166,17 +172,17 @@ func TestDoesNotExistTimer(t *testing.T) {
 		}
 	})
 	t.Run("stopped when the stream ends", func(t *testing.T) {
-		f := newFixture(t, fixtureOpts{})
+		f := newFixture(t, fixtureOpts{serverFeatures: p.features})
 		w, _ := f.watch(thing, "a")
-		st := f.servers[0].WaitStream(t)
-		st.RecvT(t)
+		st := p.wait(t, f.servers[0])
+		st.recv(t)
 		f.clock.WaitForTimer(t, 15*time.Second)
-		st.Close(status.Error(codes.Unavailable, "gone"))
+		st.close(status.Error(codes.Unavailable, "gone"))
 		checkEvent(t, w.Next(t), false, codes.Unavailable)
 		f.clock.WaitForTimer(t, time.Second) // the retry
 		f.clock.Advance(15 * time.Second)    // past the backoff, and past the old timer's deadline
-		st2 := f.servers[0].WaitStream(t)
-		st2.RecvT(t)
+		st2 := p.wait(t, f.servers[0])
+		st2.recv(t)
 		w.ExpectNone(t, 50*time.Millisecond)
 		// The new stream armed a fresh timer, which does fire.
 		f.clock.WaitForTimer(t, 15*time.Second)
@@ -184,37 +190,37 @@ func TestDoesNotExistTimer(t *testing.T) {
 		checkEvent(t, w.Next(t), false, codes.NotFound)
 	})
 	t.Run("not started for a cached resource on a new stream", func(t *testing.T) {
-		f := newFixture(t, fixtureOpts{})
+		f := newFixture(t, fixtureOpts{serverFeatures: p.features})
 		w, _ := f.watch(thing, "a")
-		st := f.servers[0].WaitStream(t)
-		st.RecvT(t)
-		st.SendT(t, resp(thing, "1", res(thing, "a")))
+		st := p.wait(t, f.servers[0])
+		st.recv(t)
+		st.send(t, thing, "1", res(thing, "a"))
 		w.NextChanged(t)
-		st.RecvT(t)
-		st.Close(nil)
-		f.servers[0].WaitStream(t).RecvT(t)
+		st.recv(t)
+		st.close(nil)
+		p.wait(t, f.servers[0]).recv(t)
 		time.Sleep(20 * time.Millisecond)
 		if slices.Contains(f.clock.PendingDurations(), 15*time.Second) {
 			t.Fatalf("timer armed for a cached resource: %v", f.clock.PendingDurations())
 		}
 	})
 	t.Run("a later response still resolves a resource that timed out", func(t *testing.T) {
-		f := newFixture(t, fixtureOpts{})
+		f := newFixture(t, fixtureOpts{serverFeatures: p.features})
 		w, _ := f.watch(thing, "a")
-		st := f.servers[0].WaitStream(t)
-		st.RecvT(t)
+		st := p.wait(t, f.servers[0])
+		st.recv(t)
 		f.clock.WaitForTimer(t, 15*time.Second)
 		f.clock.Advance(15 * time.Second)
 		checkEvent(t, w.Next(t), false, codes.NotFound)
-		st.SendT(t, resp(thing, "1", res(thing, "a")))
+		st.send(t, thing, "1", res(thing, "a"))
 		if ev := w.NextChanged(t); ev.Err != nil {
 			t.Fatalf("got %v, want the resource", ev)
 		}
 	})
 	t.Run("configured timeout overrides", func(t *testing.T) {
-		f := newFixture(t, fixtureOpts{mutate: func(c *engine.Config) { c.ResourceTimeout = 3 * time.Second }})
+		f := newFixture(t, fixtureOpts{serverFeatures: p.features, mutate: func(c *engine.Config) { c.ResourceTimeout = 3 * time.Second }})
 		f.watch(thing, "a")
-		f.servers[0].WaitStream(t).RecvT(t)
+		p.wait(t, f.servers[0]).recv(t)
 		f.clock.WaitForTimer(t, 3*time.Second)
 	})
 }
@@ -223,37 +229,43 @@ func TestDoesNotExistTimer(t *testing.T) {
 // a growing delay; one that saw a response resets the backoff and is
 // replaced at once (A57).
 func TestBackoff(t *testing.T) {
-	f := newFixture(t, fixtureOpts{}) // backoff(n) = n+1 seconds
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) { testBackoff(t, p) })
+	}
+}
+
+func testBackoff(t *testing.T, p protocol) {
+	f := newFixture(t, fixtureOpts{serverFeatures: p.features}) // backoff(n) = n+1 seconds
 	w, _ := f.watch(thing, "a")
 	srv := f.servers[0]
-	fail := func(st *scriptedads.Stream) {
-		st.RecvT(t)
-		st.Close(status.Error(codes.Unavailable, "down"))
-		<-st.Done()
+	fail := func(st adsStream) {
+		st.recv(t)
+		st.close(status.Error(codes.Unavailable, "down"))
+		<-st.done()
 	}
-	fail(srv.WaitStream(t))
+	fail(p.wait(t, srv))
 	checkEvent(t, w.Next(t), false, codes.Unavailable)
-	expectRetryAfter := func(d time.Duration) *scriptedads.Stream {
+	expectRetryAfter := func(d time.Duration) adsStream {
 		t.Helper()
 		f.clock.WaitForTimer(t, d)
-		before := srv.StreamCount()
+		before := p.streams(srv)
 		f.clock.Advance(d - time.Millisecond)
 		time.Sleep(20 * time.Millisecond)
-		if srv.StreamCount() != before {
+		if p.streams(srv) != before {
 			t.Fatalf("stream reopened before the %v backoff", d)
 		}
 		f.clock.Advance(time.Millisecond)
-		return srv.WaitStream(t)
+		return p.wait(t, srv)
 	}
 	st := expectRetryAfter(1 * time.Second)
 	fail(st)
 	st = expectRetryAfter(2 * time.Second)
-	st.RecvT(t)
-	st.SendT(t, resp(thing, "1", res(thing, "a")))
+	st.recv(t)
+	st.send(t, thing, "1", res(thing, "a"))
 	w.NextChanged(t)
-	st.RecvT(t)
-	st.Close(nil)
-	st = srv.WaitStream(t) // immediately: no timer involved
+	st.recv(t)
+	st.close(nil)
+	st = p.wait(t, srv) // immediately: no timer involved
 	fail(st)
 	expectRetryAfter(1 * time.Second) // reset
 }

@@ -27,7 +27,7 @@ func (c *channel) ApplyResourcesLocked(r *wire.Response, part []wire.Resource, g
 		res := &part[i]
 		_, en := e.lookupEntryLocked(typeURL, res.Key)
 		if en == nil {
-			c.applyMemberLocked(typeURL, res.Key, res.Value, res.Err)
+			c.applyMemberLocked(typeURL, res.Key, res.Value, res.Version, res.Err)
 			continue
 		}
 		if res.Err != nil {
@@ -112,7 +112,7 @@ func (c *channel) applyRemovalLocked(typeURL, key, version string, gate *wire.Ga
 	e := c.e
 	a, en := e.lookupEntryLocked(typeURL, key)
 	if en == nil {
-		c.applyMemberLocked(typeURL, key, nil, nil)
+		c.applyMemberLocked(typeURL, key, nil, "", nil)
 		return
 	}
 	if a.active() != c || en.state == StateDoesNotExist {
@@ -128,13 +128,23 @@ func (c *channel) ResourceVersionsLocked(typeURL string) map[string]string {
 	var versions map[string]string
 	for a := range c.auths {
 		for key, en := range a.resources[typeURL] {
-			if en.orphaned || en.value == nil || en.source != c || en.version == "" {
+			if en.orphaned || en.value == nil || en.source != c {
 				continue
 			}
 			if versions == nil {
 				versions = make(map[string]string)
 			}
-			versions[key] = en.version
+			if en.members != nil {
+				// A glob collection: its members are what the server
+				// knows by name.
+				for m, v := range en.memberVersions {
+					versions[m] = v
+				}
+				continue
+			}
+			if en.version != "" {
+				versions[key] = en.version
+			}
 		}
 	}
 	return versions

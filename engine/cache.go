@@ -128,6 +128,10 @@ type entry struct {
 	// memberErr why the last response left one unchanged.
 	members   map[string]registry.Resource
 	memberErr error
+	// memberVersions are the members' own versions (delta), for
+	// initial_resource_versions: with them, a server tells a new stream
+	// which members went away meanwhile.
+	memberVersions map[string]string
 }
 
 // contentKey indexes cached resources that came without a wrapper by

@@ -104,12 +104,30 @@
 // response of a higher-priority server makes it active again. See
 // [FallbackPolicy] to change the decision.
 //
+// # Incremental xDS
+//
+// A server with the feature "delta_xds" ([features.NameDeltaXDS]) or
+// bootstrap.ServerConfig.Delta is spoken to over DeltaAggregatedResources:
+// subscriptions are sent as changes, each resource carries its own
+// version (the one CSDS shows), every new stream lists the versions
+// cached from the server in initial_resource_versions so that they are
+// not sent again, and removed_resources deletes, for every type, by the
+// rules of gRFC A88. A resource with a TTL is NACKed. Everything watchers
+// see is as with State of the World; after a connectivity failure, the
+// server's first response clears the error of the resources it confirmed
+// unchanged by not re-sending them.
+//
+// A watch of an xdstp:// glob collection ("…/*", xRFC TP1) delivers a
+// *registry.GlobCollection of the resources the server sends under it,
+// updated as they are added and removed; it belongs on a delta server,
+// since only delta says that a member was removed.
+//
 // # Inside
 //
 // The wire protocol (requests, nonces, ACK/NACK, the does-not-exist
 // timers and the decode stage) lives in the internal package wire, behind
-// a small stream interface, so that an incremental stream can sit beside
-// the State-of-the-World one. A response goes through three stages:
+// a small stream interface that the State-of-the-World and incremental
+// streams both implement. A response goes through three stages:
 // decoded with no engine lock held, applied to the cache in short
 // critical sections of a few dozen resources (a Watch call made meanwhile
 // waits for one of them, not for the whole response; no request of the

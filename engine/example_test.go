@@ -12,12 +12,19 @@ import (
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 )
 
 // greetingServer serves greetings named by names from a go-control-plane
 // server and returns an engine configured for it.
 func greetingEngine(names ...string) (*engine.Engine, func()) {
+	return greetingEngineOver(bootstrap.InsecureServer, names...)
+}
+
+// greetingEngineOver is greetingEngine with the server's configuration
+// made by server from its address.
+func greetingEngineOver(server func(addr string, features ...string) bootstrap.ServerConfig, names ...string) (*engine.Engine, func()) {
 	res := map[string]cachetypes.Resource{}
 	for _, n := range names {
 		s, _ := structpb.NewStruct(map[string]any{"name": n, "text": "hi from " + n})
@@ -25,7 +32,7 @@ func greetingEngine(names ...string) (*engine.Engine, func()) {
 	}
 	addr, stop := serveADS(cache.NewLinearCache(greetingTypeURL, cache.WithInitialResources(res)))
 	e, err := engine.New(engine.Config{
-		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: "example-node"}},
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{server(addr)}, Node: bootstrap.Node{ID: "example-node"}},
 		Registry:  registry.MustNew(greetingType),
 		Target:    "xds:///example",
 	})
@@ -90,6 +97,33 @@ func ExampleEngine_Dump() {
 	// client_scope: xds:///example
 	// a ACKED true
 	// missing REQUESTED false
+}
+
+// ExampleNew_delta speaks incremental xDS to a server: in a bootstrap
+// file, the server feature "delta_xds"; in Go, ServerConfig.Delta.
+// Watchers see the same as over State of the World; CSDS shows each
+// resource's own version.
+func ExampleNew_delta() {
+	e, stop := greetingEngineOver(func(addr string, _ ...string) bootstrap.ServerConfig {
+		s := bootstrap.InsecureServer(addr, features.NameDeltaXDS) // or: s.Delta = true
+		return s
+	}, "a")
+	defer stop()
+	got := make(chan string, 1)
+	cancel := e.Watch(greetingTypeURL, "a", engine.WatcherFuncs{
+		ResourceChanged: func(r registry.Resource, err error, done func()) {
+			defer done()
+			if err == nil {
+				got <- r.(*Greeting).Text
+			}
+		},
+	})
+	defer cancel()
+	fmt.Println(<-got)
+	fmt.Println(e.ResourceStatus(greetingTypeURL, "a").GetVersionInfo() != "")
+	// Output:
+	// hi from a
+	// true
 }
 
 // ExampleWatch shows the typed form of Watch.

@@ -34,10 +34,16 @@ func (e *Engine) globEntryLocked(typeURL, key string) *entry {
 // applyMemberLocked records a member's new value, or its removal (value
 // nil), for delivery when the response is finished. It reports whether
 // key is a member of a watched collection.
-func (c *channel) applyMemberLocked(typeURL, key string, value registry.Resource, resErr error) bool {
+func (c *channel) applyMemberLocked(typeURL, key string, value registry.Resource, version string, resErr error) bool {
 	ge := c.e.globEntryLocked(typeURL, key)
 	if ge == nil {
 		return false
+	}
+	if ge.source != nil && ge.source != c {
+		// Another server (a fallback, or the primary back): its members
+		// are the collection now, not a union with the last server's.
+		ge.members, ge.memberVersions = nil, nil
+		ge.source = c
 	}
 	switch {
 	case resErr != nil:
@@ -49,7 +55,14 @@ func (c *channel) applyMemberLocked(typeURL, key string, value registry.Resource
 			return true
 		}
 		delete(ge.members, key)
+		delete(ge.memberVersions, key)
 	default:
+		if version != "" {
+			if ge.memberVersions == nil {
+				ge.memberVersions = make(map[string]string)
+			}
+			ge.memberVersions[key] = version
+		}
 		if old, had := ge.members[key]; had && resourcesEqual(old, value) {
 			return true
 		}

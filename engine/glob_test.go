@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -86,6 +87,19 @@ func TestGlobCollection(t *testing.T) {
 	}
 	st.SendT(t, scriptedads.DeltaResponse(thing, "s4", []*discoverypb.Resource{member(member1, "3")}))
 	wantMembers(t, w.NextChanged(t), member1, member2)
+	st.RecvT(t)
+
+	// A new stream tells the server which members the client holds, so
+	// that it can say which went away meanwhile.
+	st.Close(nil)
+	st2 := f.servers[0].WaitDeltaStream(t)
+	req := st2.RecvT(t)
+	if want := map[string]string{member1: "3", member2: "1"}; !maps.Equal(req.GetInitialResourceVersions(), want) ||
+		!slices.Equal(req.GetResourceNamesSubscribe(), []string{globName}) {
+		t.Fatalf("new stream: subscribe %v, initial versions %v; want [%s], %v", req.GetResourceNamesSubscribe(), req.GetInitialResourceVersions(), globName, want)
+	}
+	st2.SendT(t, scriptedads.DeltaResponse(thing, "s5", nil, member2))
+	wantMembers(t, w.NextChanged(t), member1)
 }
 
 // TestGlobLEDSOverDelta: an EDS locality whose endpoints are a LEDS glob

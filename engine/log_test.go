@@ -89,7 +89,12 @@ func TestLogsResolvedServerFeatures(t *testing.T) {
 		!strings.Contains(out, "ignored=[fail_on_data_error]") {
 		t.Fatalf("logs do not show the resolved and the ignored feature:\n%s", out)
 	}
-	if !strings.Contains(out, `msg="xDS request sent"`) {
-		t.Fatalf("no protocol debug log:\n%s", out)
+	// The line is written once Send returns, which may be after the
+	// server has read the request.
+	for start := time.Now(); !strings.Contains(out, `msg="xDS request sent"`); out = buf.String() {
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("no protocol debug log:\n%s", out)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

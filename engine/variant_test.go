@@ -18,11 +18,15 @@ type protocol struct {
 	name     string
 	features []string
 	wait     func(t *testing.T, srv *scriptedads.Server) adsStream
+	// streams counts the variant's streams the server has seen opened.
+	streams func(srv *scriptedads.Server) int
 }
 
 var protocols = []protocol{
-	{"sotw", nil, func(t *testing.T, srv *scriptedads.Server) adsStream { return sotwStream{srv.WaitStream(t)} }},
-	{"delta", []string{features.NameDeltaXDS}, func(t *testing.T, srv *scriptedads.Server) adsStream { return deltaStream{srv.WaitDeltaStream(t)} }},
+	{"sotw", nil, func(t *testing.T, srv *scriptedads.Server) adsStream { return sotwStream{srv.WaitStream(t)} },
+		(*scriptedads.Server).StreamCount},
+	{"delta", []string{features.NameDeltaXDS}, func(t *testing.T, srv *scriptedads.Server) adsStream { return deltaStream{srv.WaitDeltaStream(t)} },
+		(*scriptedads.Server).DeltaStreamCount},
 }
 
 // adsStream is one scripted server stream of either variant.
@@ -40,6 +44,7 @@ type adsStream interface {
 	// removed_resources.
 	remove(t *testing.T, typeURL, version, name string, keep ...*anypb.Any) string
 	close(err error)
+	done() <-chan struct{}
 }
 
 type sotwStream struct{ st *scriptedads.Stream }
@@ -59,7 +64,8 @@ func (s sotwStream) remove(t *testing.T, typeURL, version, _ string, keep ...*an
 	t.Helper()
 	return s.st.SendT(t, resp(typeURL, version, keep...))
 }
-func (s sotwStream) close(err error) { s.st.Close(err) }
+func (s sotwStream) close(err error)       { s.st.Close(err) }
+func (s sotwStream) done() <-chan struct{} { return s.st.Done() }
 
 type deltaStream struct{ st *scriptedads.DeltaStream }
 
@@ -78,7 +84,8 @@ func (s deltaStream) remove(t *testing.T, typeURL, version, name string, _ ...*a
 	t.Helper()
 	return s.st.SendT(t, scriptedads.DeltaResponse(typeURL, version, nil, name))
 }
-func (s deltaStream) close(err error) { s.st.Close(err) }
+func (s deltaStream) close(err error)       { s.st.Close(err) }
+func (s deltaStream) done() <-chan struct{} { return s.st.Done() }
 
 // deltaResources puts testtype resources into delta Resource entries,
 // named as the resources name themselves, each at version.

@@ -86,3 +86,39 @@ func ExampleWatch() {
 	// Output:
 	// 2 endpoints
 }
+
+// ExampleGlobEndpoints decodes two members of a LEDS glob collection
+// (xRFC TP1), as an engine does when an incremental server sends them,
+// and lists the collection's endpoints as an EDS locality gets them.
+// A program watches the collection with WatchGlob, or through the
+// dependency graph of a ClusterLoadAssignment that names it.
+func ExampleGlobEndpoints() {
+	const glob = "xdstp://endpoints.example/envoy.config.endpoint.v3.LbEndpoint/backend/z1/*"
+	coll := &registry.GlobCollection{Name: glob}
+	for _, m := range []struct{ id, ip string }{{"m1", "10.0.0.1"}, {"m2", "10.0.0.2"}} {
+		raw, err := proto.Marshal(&endpointpb.LbEndpoint{HostIdentifier: &endpointpb.LbEndpoint_Endpoint{Endpoint: &endpointpb.Endpoint{
+			Address: &corepb.Address{Address: &corepb.Address_SocketAddress{SocketAddress: &corepb.SocketAddress{
+				Address: m.ip, PortSpecifier: &corepb.SocketAddress_PortValue{PortValue: 8080},
+			}}},
+		}}})
+		if err != nil {
+			log.Fatal(err)
+		}
+		name := glob[:len(glob)-1] + m.id
+		res, err := leds.EndpointType.Decode(raw, registry.DecodeOptions{WrapperName: name})
+		if err != nil {
+			log.Fatal(err)
+		}
+		coll.Members = append(coll.Members, registry.GlobMember{Name: name, Resource: res.Resource})
+	}
+	eps, err := leds.GlobEndpoints(coll)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, ep := range eps {
+		fmt.Println(ep.Address)
+	}
+	// Output:
+	// 10.0.0.1:8080
+	// 10.0.0.2:8080
+}

@@ -7,8 +7,8 @@
 // to apply.
 //
 // The package knows nothing of the cache or the watchers: the engine is a
-// [Host], and a stream is a [Stream]. State of the World is [NewSotW]; an
-// incremental variant implements the same interface beside it.
+// [Host], and a stream is a [Stream]: State of the World ([NewSotW]) or
+// incremental ([NewDelta]), which share everything but the messages.
 //
 // Flow control (gRFC A88) runs through a [Gate]: every notification the
 // engine schedules for a response holds the gate, and the next read waits

@@ -192,6 +192,13 @@ func (svc *service) DeltaAggregatedResources(ss discoverypb.AggregatedDiscoveryS
 	return st.serve(ss)
 }
 
+// DeltaStreamCount returns how many delta streams have been opened.
+func (s *Server) DeltaStreamCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.deltaStreams)
+}
+
 // NextDeltaStream returns the next delta stream not yet returned, in the
 // order they were opened, waiting for one if need be.
 func (s *Server) NextDeltaStream(ctx context.Context) (*DeltaStream, error) {

@@ -31,6 +31,10 @@ type Options struct {
 	// to the port of a server that was closed to bring up a fresh server
 	// (empty state, new stream IDs) at the same address.
 	Port int
+	// Register, when set, registers more gRPC services on the server
+	// before it starts serving, such as a load reporting (LRS) service
+	// for a test of a client that reports load to "self".
+	Register func(*grpc.Server)
 	// Logf, when set, receives a line when the server starts, stops and
 	// restarts (tests pass t.Logf).
 	Logf func(format string, args ...any)
@@ -157,6 +161,9 @@ func Start(opts Options) (*Server, error) {
 		grpc.WaitForHandlers(true),
 	)
 	discoverypb.RegisterAggregatedDiscoveryServiceServer(s.grpc, xds)
+	if opts.Register != nil {
+		opts.Register(s.grpc)
+	}
 	go func() {
 		defer close(s.serveDone)
 		// Serve returns only when Close stops the grpc.Server.

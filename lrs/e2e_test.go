@@ -1,0 +1,68 @@
+package lrs_test
+
+import (
+	"testing"
+	"time"
+
+	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	lrspb "github.com/envoyproxy/go-control-plane/envoy/service/load_stats/v3"
+	"google.golang.org/grpc"
+
+	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/internal/testutil/testengine"
+	"github.com/xdsengine/xdsengine/lrs"
+	"github.com/xdsengine/xdsengine/types/builtin"
+	"github.com/xdsengine/xdsengine/types/cds"
+	"github.com/xdsengine/xdsengine/xdstest"
+)
+
+// clusterUpdates is a cds watcher that passes on each update with the
+// server it came from.
+type clusterUpdates chan engine.TypedUpdate[*cds.Cluster]
+
+func (c clusterUpdates) OnResourceChanged(*cds.Cluster, error, func()) {}
+func (c clusterUpdates) OnAmbientError(_ error, done func())           { done() }
+func (c clusterUpdates) OnUpdate(u engine.TypedUpdate[*cds.Cluster], done func()) {
+	defer done()
+	c <- u
+}
+
+// TestReportToSelf: a Cluster whose lrs_server is self, from a real
+// management server that also serves LRS, has its load reported to that
+// server over the engine's own configuration.
+func TestReportToSelf(t *testing.T) {
+	loads := &loadServer{settings: settings(10*time.Millisecond, true)}
+	mgmt := xdstest.NewServer(t, xdstest.Options{Register: func(s *grpc.Server) { lrspb.RegisterLoadReportingServiceServer(s, loads) }})
+	c := xdstest.Cluster("backend", "backend-eds")
+	c.LrsServer = &corepb.ConfigSource{ConfigSourceSpecifier: &corepb.ConfigSource_Self{Self: &corepb.SelfConfigSource{}}}
+	mgmt.Set(xdstest.R("backend", c))
+	bs, err := bootstrap.Parse(mgmt.Bootstrap(xdstest.BootstrapOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.Config{Bootstrap: bs, Registry: builtin.Registry(), Transport: engine.GRPCTransport(testengine.FastDial)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	client := lrs.NewClient(e)
+	defer client.Close()
+
+	updates := make(clusterUpdates, 1)
+	defer cds.Watch(e, "backend", updates)()
+	u := <-updates
+	if u.Err != nil || !u.Resource.LoadReporting {
+		t.Fatalf("got %+v, want the cluster, with load reporting", u)
+	}
+	store, cancel, err := client.ReportLoadToSelf(u.ServerURI, u.Resource.Name, u.Resource.EDSName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	for range 100 {
+		store.CallStarted(lrs.Locality{Zone: "z"})
+		store.CallFinished(lrs.Locality{Zone: "z"}, nil)
+	}
+	waitFor(t, "the management server to receive the load", func() bool { return loads.totals("backend").succeeded == 100 })
+}

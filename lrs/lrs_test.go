@@ -1,0 +1,350 @@
+package lrs_test
+
+import (
+	"errors"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	lrspb "github.com/envoyproxy/go-control-plane/envoy/service/load_stats/v3"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/internal/testutil/testengine"
+	"github.com/xdsengine/xdsengine/lrs"
+	"github.com/xdsengine/xdsengine/types/builtin"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// loadServer is a real LRS server on loopback: it records every request
+// and answers each stream's first request with settings.
+type loadServer struct {
+	lrspb.UnimplementedLoadReportingServiceServer
+	settings *lrspb.LoadStatsResponse
+
+	mu      sync.Mutex
+	reqs    []*lrspb.LoadStatsRequest
+	firsts  []*lrspb.LoadStatsRequest // the first request of each stream
+	streams int
+	open    int
+}
+
+func (s *loadServer) StreamLoadStats(st lrspb.LoadReportingService_StreamLoadStatsServer) error {
+	first, err := st.Recv()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.firsts = append(s.firsts, first)
+	s.streams++
+	s.open++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.open--
+		s.mu.Unlock()
+	}()
+	if err := st.Send(s.settings); err != nil {
+		return err
+	}
+	for {
+		req, err := st.Recv()
+		if err != nil {
+			return nil
+		}
+		s.mu.Lock()
+		s.reqs = append(s.reqs, req)
+		s.mu.Unlock()
+	}
+}
+
+// serve starts the service on addr ("127.0.0.1:0" for any port) and
+// returns the address and a stop function.
+func (s *loadServer) serve(t *testing.T, addr string) (string, func()) {
+	t.Helper()
+	var l net.Listener
+	var err error
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		if l, err = net.Listen("tcp", addr); err == nil || time.Since(start) > 5*time.Second {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer(grpc.WaitForHandlers(true))
+	lrspb.RegisterLoadReportingServiceServer(gs, s)
+	go gs.Serve(l)
+	var once sync.Once
+	stop := func() { once.Do(gs.Stop) }
+	t.Cleanup(stop)
+	return l.Addr().String(), stop
+}
+
+// totals sums every report the server has read for cluster.
+type totals struct {
+	issued, succeeded, errored, dropped uint64
+	loadCount                           uint64
+	loadSum                             float64
+	reports                             int
+}
+
+func (s *loadServer) totals(cluster string) totals {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var t totals
+	for _, r := range s.reqs {
+		for _, cs := range r.GetClusterStats() {
+			if cs.GetClusterName() != cluster {
+				continue
+			}
+			t.reports++
+			t.dropped += cs.GetTotalDroppedRequests()
+			for _, ul := range cs.GetUpstreamLocalityStats() {
+				t.issued += ul.GetTotalIssuedRequests()
+				t.succeeded += ul.GetTotalSuccessfulRequests()
+				t.errored += ul.GetTotalErrorRequests()
+				for _, lm := range ul.GetLoadMetricStats() {
+					t.loadCount += lm.GetNumRequestsFinishedWithMetric()
+					t.loadSum += lm.GetTotalMetricValue()
+				}
+			}
+		}
+	}
+	return t
+}
+
+func settings(interval time.Duration, sendAll bool, clusters ...string) *lrspb.LoadStatsResponse {
+	return &lrspb.LoadStatsResponse{LoadReportingInterval: durationpb.New(interval), SendAllClusters: sendAll, Clusters: clusters}
+}
+
+// newEngine is an engine whose only server is addr, on the real clock
+// with short retries; no ADS stream opens, since nothing is watched.
+func newEngine(t *testing.T, addr string) *engine.Engine {
+	t.Helper()
+	e, err := engine.New(engine.Config{
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: "lrs-node"}},
+		Registry:  builtin.Registry(),
+		Transport: engine.GRPCTransport(testengine.FastDial),
+		Backoff:   func(int) time.Duration { return 10 * time.Millisecond },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for start := time.Now(); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+var errCall = errors.New("call failed")
+
+// TestFirstRequestAndInterval: the node, with the LRS client feature, is
+// in the first request; reports follow at the interval the server asks
+// for, each with the interval it covers.
+func TestFirstRequestAndInterval(t *testing.T) {
+	const interval = 50 * time.Millisecond
+	srv := &loadServer{settings: settings(interval, true)}
+	addr, _ := srv.serve(t, "127.0.0.1:0")
+	e := newEngine(t, addr)
+	c := lrs.NewClient(e)
+	defer c.Close()
+	store, cancel, err := c.ReportLoadToSelf(addr, "cluster-a", "eds-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	loc := lrs.Locality{Region: "r", Zone: "z"}
+	start := time.Now()
+	for i := 0; i < 5; i++ {
+		store.CallStarted(loc)
+		store.CallFinished(loc, nil)
+		time.Sleep(interval)
+	}
+	waitFor(t, "3 reports", func() bool { return srv.totals("cluster-a").reports >= 3 })
+	srv.mu.Lock()
+	first := srv.firsts[0]
+	reqs := slices.Clone(srv.reqs)
+	srv.mu.Unlock()
+	if first.GetNode().GetId() != "lrs-node" || !slices.Contains(first.GetNode().GetClientFeatures(), lrs.ClientFeature) {
+		t.Fatalf("first request node %v, want id lrs-node with %s", first.GetNode(), lrs.ClientFeature)
+	}
+	if len(first.GetClusterStats()) != 0 {
+		t.Error("the first request carries stats")
+	}
+	for _, r := range reqs {
+		if r.GetNode() != nil {
+			t.Error("a report carries the node again")
+		}
+		for _, cs := range r.GetClusterStats() {
+			if cs.GetClusterServiceName() != "eds-a" {
+				t.Errorf("cluster_service_name %q, want eds-a", cs.GetClusterServiceName())
+			}
+			if d := cs.GetLoadReportInterval().AsDuration(); d < interval*8/10 || d > 10*interval {
+				t.Errorf("load_report_interval %v, want about %v", d, interval)
+			}
+		}
+	}
+	elapsed := time.Since(start)
+	if n := len(reqs); n > int(elapsed/interval)+2 {
+		t.Errorf("%d reports in %v at a %v interval", n, elapsed, interval)
+	}
+}
+
+// TestTotalsUnderConcurrency: what many goroutines record is what the
+// server receives, summed over the reports.
+func TestTotalsUnderConcurrency(t *testing.T) {
+	srv := &loadServer{settings: settings(10*time.Millisecond, true)}
+	addr, _ := srv.serve(t, "127.0.0.1:0")
+	c := lrs.NewClient(newEngine(t, addr))
+	defer c.Close()
+	store, cancel, err := c.ReportLoadToSelf(addr, "cluster-a", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	const goroutines, calls = 8, 5000
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			loc := store.Locality(lrs.Locality{Zone: []string{"z1", "z2"}[g%2]})
+			for i := 0; i < calls; i++ {
+				loc.CallStarted()
+				var err error
+				if i%10 == 0 {
+					err = errCall
+				}
+				loc.CallServerLoad("cpu", 0.5)
+				loc.CallFinished(err)
+				if i%100 == 0 {
+					store.CallDropped("throttle")
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	want := totals{issued: goroutines * calls, succeeded: goroutines * calls * 9 / 10, errored: goroutines * calls / 10,
+		dropped: goroutines * calls / 100, loadCount: goroutines * calls, loadSum: goroutines * calls * 0.5}
+	waitFor(t, "the totals", func() bool {
+		got := srv.totals("cluster-a")
+		got.reports = 0
+		return got == want
+	})
+	if got := srv.totals("cluster-a"); got.reports < 1 {
+		t.Fatal("no report")
+	}
+}
+
+// TestServerRestart: load recorded while the server is down goes in the
+// first reports after it is back; nothing is lost or counted twice.
+func TestServerRestart(t *testing.T) {
+	srv := &loadServer{settings: settings(10*time.Millisecond, true)}
+	addr, stop := srv.serve(t, "127.0.0.1:0")
+	c := lrs.NewClient(newEngine(t, addr))
+	defer c.Close()
+	store, cancel, err := c.ReportLoadToSelf(addr, "cluster-a", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	loc := store.Locality(lrs.Locality{Zone: "z"})
+	recorded := uint64(0)
+	record := func(n int) {
+		for i := 0; i < n; i++ {
+			loc.CallStarted()
+			loc.CallFinished(nil)
+			recorded++
+			if i%50 == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	record(500)
+	waitFor(t, "a report", func() bool { return srv.totals("cluster-a").succeeded > 0 })
+	stop()
+	record(500) // while down
+	if got := srv.totals("cluster-a").succeeded; got > recorded {
+		t.Fatalf("server counted %d, more than the %d recorded", got, recorded)
+	}
+	_, stop2 := srv.serve(t, addr)
+	defer stop2()
+	record(500)
+	waitFor(t, "every call reported", func() bool { return srv.totals("cluster-a").succeeded >= recorded })
+	time.Sleep(50 * time.Millisecond) // a few more intervals: nothing more may arrive
+	if got := srv.totals("cluster-a"); got.succeeded != recorded || got.issued != recorded {
+		t.Fatalf("server counted %d succeeded, %d issued; recorded %d", got.succeeded, got.issued, recorded)
+	}
+	srv.mu.Lock()
+	streams := srv.streams
+	srv.mu.Unlock()
+	if streams < 2 {
+		t.Fatalf("%d streams, want a new one after the restart", streams)
+	}
+}
+
+// TestClustersListed: without send_all_clusters, only the clusters the
+// server lists are reported.
+func TestClustersListed(t *testing.T) {
+	srv := &loadServer{settings: settings(10*time.Millisecond, false, "wanted")}
+	addr, _ := srv.serve(t, "127.0.0.1:0")
+	c := lrs.NewClient(newEngine(t, addr))
+	defer c.Close()
+	wanted, cancel1, _ := c.ReportLoadToSelf(addr, "wanted", "")
+	defer cancel1()
+	other, cancel2, _ := c.ReportLoadToSelf(addr, "other", "")
+	defer cancel2()
+	for _, s := range []*lrs.Store{wanted, other} {
+		s.CallStarted(lrs.Locality{})
+		s.CallFinished(lrs.Locality{}, nil)
+	}
+	waitFor(t, "a report of wanted", func() bool { return srv.totals("wanted").succeeded == 1 })
+	time.Sleep(30 * time.Millisecond)
+	if got := srv.totals("other"); got.reports != 0 {
+		t.Fatalf("cluster other reported %d times, want never", got.reports)
+	}
+}
+
+// TestCancelEndsStream: the stream to a server ends with the last cancel
+// of its stores, and ReportToSelf refuses a server not in the bootstrap.
+func TestCancelEndsStream(t *testing.T) {
+	srv := &loadServer{settings: settings(time.Hour, true)}
+	addr, _ := srv.serve(t, "127.0.0.1:0")
+	c := lrs.NewClient(newEngine(t, addr))
+	defer c.Close()
+	_, cancel1, _ := c.ReportLoadToSelf(addr, "a", "")
+	_, cancel2, _ := c.ReportLoadToSelf(addr, "b", "")
+	open := func() int {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return srv.open
+	}
+	waitFor(t, "the stream", func() bool { return open() == 1 })
+	cancel1()
+	cancel1()
+	time.Sleep(20 * time.Millisecond)
+	if open() != 1 {
+		t.Fatal("the stream ended while a store still reports")
+	}
+	cancel2()
+	waitFor(t, "the stream to end", func() bool { return open() == 0 })
+	if _, _, err := c.ReportLoadToSelf("elsewhere:443", "a", ""); status.Code(err) != codes.NotFound {
+		t.Fatalf("ReportLoadToSelf(unknown server) = %v, want NotFound", err)
+	}
+}

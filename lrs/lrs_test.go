@@ -17,6 +17,7 @@ import (
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/internal/testutil/fakeclock"
 	"github.com/xdsengine/xdsengine/internal/testutil/testengine"
 	"github.com/xdsengine/xdsengine/lrs"
 	"github.com/xdsengine/xdsengine/types/builtin"
@@ -346,5 +347,41 @@ func TestCancelEndsStream(t *testing.T) {
 	waitFor(t, "the stream to end", func() bool { return open() == 0 })
 	if _, _, err := c.ReportLoadToSelf("elsewhere:443", "a", ""); status.Code(err) != codes.NotFound {
 		t.Fatalf("ReportLoadToSelf(unknown server) = %v, want NotFound", err)
+	}
+}
+
+// TestIntervalOnEngineClock: reports run on the engine's clock, so a
+// fake one drives them; each covers exactly the interval since the last.
+func TestIntervalOnEngineClock(t *testing.T) {
+	srv := &loadServer{settings: settings(10*time.Second, true)}
+	addr, _ := srv.serve(t, "127.0.0.1:0")
+	clock := fakeclock.New(time.Unix(1_700_000_000, 0))
+	e, err := engine.New(engine.Config{
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: "lrs-node"}},
+		Registry:  builtin.Registry(),
+		Transport: engine.GRPCTransport(testengine.FastDial),
+		Clock:     clock,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	c := lrs.NewClient(e)
+	defer c.Close()
+	store, cancel := c.ReportLoad(bootstrap.InsecureServer(addr), "a", "")
+	defer cancel()
+	for round := 1; round <= 3; round++ {
+		store.CallStarted(lrs.Locality{})
+		store.CallFinished(lrs.Locality{}, nil)
+		clock.WaitForTimer(t, 10*time.Second)
+		clock.Advance(10 * time.Second)
+		waitFor(t, "the report", func() bool { return srv.totals("a").reports == round })
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	for i, r := range srv.reqs {
+		if d := r.GetClusterStats()[0].GetLoadReportInterval().AsDuration(); d != 10*time.Second {
+			t.Errorf("report %d covers %v, want exactly 10s of the engine's clock", i, d)
+		}
 	}
 }

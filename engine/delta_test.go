@@ -201,8 +201,8 @@ func TestDeltaNACK(t *testing.T) {
 	}
 }
 
-// TestDeltaCSDSVersions: CSDS shows each resource's own version, not the
-// response's system version.
+// TestDeltaCSDSVersions: CSDS shows each resource's own version, and the
+// authority's status the response's system version.
 func TestDeltaCSDSVersions(t *testing.T) {
 	f := deltaFixture(t)
 	wa, _ := f.watch(thing, "a")
@@ -214,6 +214,9 @@ func TestDeltaCSDSVersions(t *testing.T) {
 	wa.NextChanged(t)
 	if got := f.eng.ResourceStatus(thing, "a").GetVersionInfo(); got != "resource-v7" {
 		t.Fatalf("CSDS version %q, want the resource's own, resource-v7", got)
+	}
+	if a := f.eng.Authorities()[0]; !a.Delta || a.Versions[thing] != "system-v3" {
+		t.Fatalf("authority %+v, want delta with the system version system-v3 for the type", a)
 	}
 }
 

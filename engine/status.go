@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -43,6 +44,13 @@ type AuthorityStatus struct {
 	// Err is Active's last failure while it persists: it is unreachable,
 	// or its response was too large to read. nil when healthy.
 	Err error
+	// Versions are the version_info (State of the World) or
+	// system_version_info (incremental) last accepted from Active, by
+	// type URL. CSDS shows each resource's version; this is the
+	// server's version of the whole type.
+	Versions map[string]string
+	// Delta says that Active speaks incremental xDS.
+	Delta bool
 }
 
 // Authorities returns the state of every authority: which server each
@@ -59,7 +67,8 @@ func (e *Engine) Authorities() []AuthorityStatus {
 			s.Servers = append(s.Servers, sc.URI)
 		}
 		if c := a.active(); c != nil {
-			s.Active, s.Connected = c.server.URI, c.connected
+			s.Active, s.Connected, s.Delta = c.server.URI, c.connected, c.delta
+			s.Versions = maps.Clone(c.versions)
 			if c.status != nil {
 				s.Err = c.status
 			}

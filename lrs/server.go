@@ -1,6 +1,7 @@
 package lrs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -251,21 +252,11 @@ func (s *server) storesFor(settings *lrspb.LoadStatsResponse) []*Store {
 	}
 	slices.SortFunc(out, func(a, b *Store) int {
 		if a.cluster != b.cluster {
-			return compare(a.cluster, b.cluster)
+			return cmp.Compare(a.cluster, b.cluster)
 		}
-		return compare(a.service, b.service)
+		return cmp.Compare(a.service, b.service)
 	})
 	return out
-}
-
-func compare(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // clusterStats is a snapshot as the protocol says it.
@@ -289,7 +280,7 @@ func clusterStats(store *Store, snap snapshot) *endpointpb.ClusterStats {
 		locs = append(locs, l)
 	}
 	slices.SortFunc(locs, func(a, b Locality) int {
-		return compare(a.Region+"\x00"+a.Zone+"\x00"+a.SubZone, b.Region+"\x00"+b.Zone+"\x00"+b.SubZone)
+		return cmp.Or(cmp.Compare(a.Region, b.Region), cmp.Compare(a.Zone, b.Zone), cmp.Compare(a.SubZone, b.SubZone))
 	})
 	for _, l := range locs {
 		ls := snap.localities[l]

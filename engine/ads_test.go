@@ -371,7 +371,10 @@ func TestBurstOnOpenStream(t *testing.T) {
 			break
 		}
 	}
-	if requests > 8 {
+	// 3 on an idle machine; a loaded one can pause the loop of Watch
+	// calls long enough to look quiet a few more times. One request per
+	// watch, or per handful of watches, is what this guards against.
+	if requests > n/500 {
 		t.Fatalf("%d watches on an open stream took %d requests, want a few", n, requests)
 	}
 	t.Logf("%d watches on an open stream: %d requests", n, requests)

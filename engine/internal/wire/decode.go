@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -12,7 +13,6 @@ import (
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdsengine/xdsengine/registry"
 )
@@ -37,15 +37,15 @@ type candidate struct {
 // decoded again; the cache is consulted in critical sections of ApplyPart
 // resources.
 // It returns what the host applies and the failures the NACK lists.
-func (s *stream) decode(typ registry.ResourceType, resp *discoverypb.DiscoveryResponse) (*Response, *tally) {
-	cands := make([]candidate, len(resp.GetResources()))
-	for i, res := range resp.GetResources() {
+func (s *stream) decode(typ registry.ResourceType, env envelope) (*Response, *tally) {
+	cands := make([]candidate, len(env.resources))
+	for i, res := range env.resources {
 		c := &cands[i]
 		c.wrapper, c.raw, c.err = unwrapResource(typ, res)
 		c.name = c.wrapper
 	}
-	r, t := s.decodeCandidates(typ, cands, resp.GetResourceErrors(), 0)
-	r.Version = resp.GetVersionInfo()
+	r, t := s.decodeCandidates(typ, cands, env.errors, 0)
+	r.Version = env.version
 	return r, t
 }
 
@@ -95,6 +95,9 @@ func (s *stream) decodeAll(typ registry.ResourceType, cands []candidate) {
 	}
 	decodeOne := func(i int) {
 		c := &cands[i]
+		// The bytes alias the whole response; a decoder, and the cache,
+		// may keep them, and must not keep the response alive with them.
+		c.raw = bytes.Clone(c.raw)
 		c.name, c.value, c.err = s.decodeResource(typ, c.wrapper, c.raw)
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(todo)/parallelChunk)
@@ -132,26 +135,26 @@ func (s *stream) decodeAll(typ registry.ResourceType, cands []candidate) {
 // unwrapResource takes a resource out of its envelope.Resource wrapper,
 // if any, and checks its type. It returns the wrapper's name (or "") and
 // the resource's bytes.
-func unwrapResource(typ registry.ResourceType, res *anypb.Any) (wrapperName string, raw []byte, err error) {
+func unwrapResource(typ registry.ResourceType, res rawAny) (wrapperName string, raw []byte, err error) {
 	inner := res
-	if res.GetTypeUrl() == resourceWrapperTypeURL {
+	if string(res.typeURL) == resourceWrapperTypeURL {
 		w := &discoverypb.Resource{}
-		if err := proto.Unmarshal(res.GetValue(), w); err != nil {
+		if err := proto.Unmarshal(res.value, w); err != nil {
 			return "", nil, fmt.Errorf("envoy.service.discovery.v3.Resource wrapper does not parse: %w", err)
 		}
 		wrapperName = w.GetName()
 		if wrapperName == "" {
 			wrapperName = w.GetResourceName().GetName()
 		}
-		inner = w.GetResource()
-		if inner == nil {
+		if w.GetResource() == nil {
 			return wrapperName, nil, errors.New("envoy.service.discovery.v3.Resource wrapper holds no resource")
 		}
+		inner = rawAny{typeURL: []byte(w.GetResource().GetTypeUrl()), value: w.GetResource().GetValue()}
 	}
-	if inner.GetTypeUrl() != typ.TypeURL {
-		return wrapperName, nil, fmt.Errorf("resource type %s in a response of type %q", QuoteName(inner.GetTypeUrl()), typ.TypeURL)
+	if string(inner.typeURL) != typ.TypeURL {
+		return wrapperName, nil, fmt.Errorf("resource type %s in a response of type %q", QuoteName(string(inner.typeURL)), typ.TypeURL)
 	}
-	return wrapperName, inner.GetValue(), nil
+	return wrapperName, inner.value, nil
 }
 
 // reuseCached fills in, for each resource of a response, the value cached

@@ -85,18 +85,23 @@ type incoming struct {
 
 // readSotW parses and decodes a DiscoveryResponse.
 func (s *stream) readSotW(b []byte) incoming {
-	resp := &discoverypb.DiscoveryResponse{}
-	in := incoming{err: proto.Unmarshal(b, resp)}
-	if in.err == nil {
-		s.cfg.Log.Debug("xDS response received", "server", s.cfg.Server.URI, "type", resp.GetTypeUrl(), "version", resp.GetVersionInfo(),
-			"nonce", resp.GetNonce(), "resources", len(resp.GetResources()), "resource_errors", len(resp.GetResourceErrors()))
+	env, err := parseEnvelope(b)
+	if err != nil {
+		// proto.Unmarshal says why, in the words NACKs have always used.
+		resp := &discoverypb.DiscoveryResponse{}
+		if err := proto.Unmarshal(b, resp); err != nil {
+			return incoming{err: err, typeURL: resp.GetTypeUrl(), nonce: resp.GetNonce()}
+		}
+		env = envelopeOf(resp)
 	}
-	in.typeURL, in.nonce = resp.GetTypeUrl(), resp.GetNonce()
+	s.cfg.Log.Debug("xDS response received", "server", s.cfg.Server.URI, "type", env.typeURL, "version", env.version,
+		"nonce", env.nonce, "resources", len(env.resources), "resource_errors", len(env.errors))
+	in := incoming{typeURL: env.typeURL, nonce: env.nonce}
 	typ, known := s.cfg.Types(in.typeURL)
 	in.known = known
-	if in.err == nil && known {
+	if known {
 		received := s.cfg.Clock.Now()
-		in.decoded, in.tally = s.decode(typ, resp)
+		in.decoded, in.tally = s.decode(typ, env)
 		in.decoded.Received = received
 	}
 	return in

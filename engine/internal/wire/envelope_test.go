@@ -1,0 +1,82 @@
+package wire
+
+import (
+	"bytes"
+	"testing"
+
+	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+func envelopeSeeds(f *testing.F) {
+	full, _ := proto.Marshal(&discoverypb.DiscoveryResponse{
+		VersionInfo: "v1", TypeUrl: "t", Nonce: "n", Canary: true,
+		Resources:      []*anypb.Any{{TypeUrl: "t", Value: []byte("a")}, {TypeUrl: resourceWrapperTypeURL, Value: []byte{0x0a, 0x01, 'x'}}},
+		ControlPlane:   &corepb.ControlPlane{Identifier: "cp"},
+		ResourceErrors: []*discoverypb.ResourceError{{ResourceName: &discoverypb.ResourceName{Name: "r"}, ErrorDetail: &rpcstatus.Status{Code: 5}}},
+	})
+	f.Add(full)
+	f.Add([]byte{})
+	// Invalid UTF-8 in a string, in the envelope and in an Any.
+	f.Add(protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte{0xff}))
+	f.Add(protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType),
+		protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte{0xfe})))
+	// A known field with another wire type, a group, a truncated field.
+	f.Add(protowire.AppendVarint(protowire.AppendTag(nil, 2, protowire.VarintType), 7))
+	f.Add(protowire.AppendTag(protowire.AppendTag(nil, 9, protowire.StartGroupType), 9, protowire.EndGroupType))
+	f.Add(full[:len(full)-3])
+	// control_plane with invalid UTF-8, read by proto.Unmarshal.
+	f.Add(protowire.AppendBytes(protowire.AppendTag(nil, 6, protowire.BytesType),
+		protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte{0xff})))
+}
+
+// FuzzEnvelope: parseEnvelope accepts exactly what proto.Unmarshal
+// accepts, and reads the same fields from it.
+func FuzzEnvelope(f *testing.F) {
+	envelopeSeeds(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		env, err := parseEnvelope(b)
+		var resp discoverypb.DiscoveryResponse
+		perr := proto.Unmarshal(b, &resp)
+		if (err == nil) != (perr == nil) {
+			t.Fatalf("parseEnvelope error %v, proto.Unmarshal error %v", err, perr)
+		}
+		if err != nil {
+			return
+		}
+		if env.version != resp.GetVersionInfo() || env.typeURL != resp.GetTypeUrl() || env.nonce != resp.GetNonce() {
+			t.Fatalf("envelope %q %q %q, proto %q %q %q", env.version, env.typeURL, env.nonce, resp.GetVersionInfo(), resp.GetTypeUrl(), resp.GetNonce())
+		}
+		if len(env.resources) != len(resp.GetResources()) || len(env.errors) != len(resp.GetResourceErrors()) {
+			t.Fatalf("%d resources and %d errors, proto %d and %d", len(env.resources), len(env.errors), len(resp.GetResources()), len(resp.GetResourceErrors()))
+		}
+		for i, a := range resp.GetResources() {
+			if string(env.resources[i].typeURL) != a.GetTypeUrl() || !bytes.Equal(env.resources[i].value, a.GetValue()) {
+				t.Fatalf("resource %d differs", i)
+			}
+		}
+		for i, re := range resp.GetResourceErrors() {
+			if !proto.Equal(env.errors[i], re) {
+				t.Fatalf("resource error %d differs", i)
+			}
+		}
+	})
+}
+
+// TestEnvelopeAliases: the resources of a parsed envelope are the
+// response's own bytes, not copies.
+func TestEnvelopeAliases(t *testing.T) {
+	b, _ := proto.Marshal(&discoverypb.DiscoveryResponse{Resources: []*anypb.Any{{TypeUrl: "t", Value: []byte("value")}}})
+	env, err := parseEnvelope(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := env.resources[0].value
+	if i := bytes.Index(b, []byte("value")); i < 0 || &b[i] != &v[0] {
+		t.Fatal("the resource's value is a copy")
+	}
+}

@@ -19,16 +19,10 @@ import (
 
 const resourceWrapperTypeURL = "type.googleapis.com/envoy.service.discovery.v3.Resource"
 
-// candidate is what stage 1 learns of one resource of a response.
-type candidate struct {
-	wrapper string // the Resource wrapper's name, or ""
-	name    string // as sent; "" when it could not be learned
-	value   registry.Resource
-	raw     []byte
-	version string // the resource's own version (delta), or ""
-	hash    uint64 // raw's, when there is no wrapper
-	err     error  // why the resource is invalid
-}
+// candidate is what stage 1 learns of one resource of a response: a
+// Resource, whose Key is set once its name is checked. The response's
+// Resources are its candidates, compacted in place.
+type candidate = Resource
 
 // decode is the first stage of a response: it unwraps, checks and decodes
 // every resource and TP3 entry, with no lock held, so that a large
@@ -41,8 +35,8 @@ func (s *stream) decode(typ registry.ResourceType, env envelope) (*Response, *ta
 	cands := make([]candidate, len(env.resources))
 	for i, res := range env.resources {
 		c := &cands[i]
-		c.wrapper, c.raw, c.err = unwrapResource(typ, res)
-		c.name = c.wrapper
+		c.Wrapper, c.Raw, c.Err = unwrapResource(typ, res)
+		c.name = c.Wrapper
 	}
 	r, t := s.decodeCandidates(typ, cands, env.errors, 0)
 	r.Version = env.version
@@ -59,7 +53,7 @@ func (s *stream) decodeCandidates(typ registry.ResourceType, cands []candidate, 
 	n := len(cands) + len(errs) + extra
 	r := &Response{Type: typ, Named: make(map[string]bool, n), Complete: true}
 	t := &tally{}
-	r.Resources = make([]Resource, 0, len(cands))
+	r.Resources = cands[:0]
 	for i := range cands {
 		s.checkResource(r, t, i, &cands[i])
 	}
@@ -89,7 +83,7 @@ const (
 func (s *stream) decodeAll(typ registry.ResourceType, cands []candidate) {
 	todo := make([]int, 0, len(cands))
 	for i := range cands {
-		if cands[i].err == nil && cands[i].value == nil {
+		if cands[i].Err == nil && cands[i].Value == nil {
 			todo = append(todo, i)
 		}
 	}
@@ -97,8 +91,8 @@ func (s *stream) decodeAll(typ registry.ResourceType, cands []candidate) {
 		c := &cands[i]
 		// The bytes alias the whole response; a decoder, and the cache,
 		// may keep them, and must not keep the response alive with them.
-		c.raw = bytes.Clone(c.raw)
-		c.name, c.value, c.err = s.decodeResource(typ, c.wrapper, c.raw)
+		c.Raw = bytes.Clone(c.Raw)
+		c.name, c.Value, c.Err = s.decodeResource(typ, c.Wrapper, c.Raw)
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(todo)/parallelChunk)
 	if len(todo) < parallelMin || workers < 2 {
@@ -163,8 +157,8 @@ func unwrapResource(typ registry.ResourceType, res rawAny) (wrapperName string, 
 // the same bytes and wrapper name, and the validator saw the same server.
 func (s *stream) reuseCached(typeURL string, cands []candidate) {
 	for i := range cands {
-		if cands[i].err == nil && cands[i].wrapper == "" {
-			cands[i].hash = maphash.Bytes(s.cfg.HashSeed, cands[i].raw)
+		if cands[i].Err == nil && cands[i].Wrapper == "" {
+			cands[i].Hash = maphash.Bytes(s.cfg.HashSeed, cands[i].Raw)
 		}
 	}
 	// In parts, as responses are applied, so that Watch calls do not
@@ -179,11 +173,11 @@ func (s *stream) reuseCached(typeURL string, cands []candidate) {
 		}
 		for i := range part {
 			c := &part[i]
-			if c.err != nil {
+			if c.Err != nil {
 				continue
 			}
-			if name, value, ok := s.host.CachedLocked(typeURL, c.wrapper, c.hash, c.raw); ok {
-				c.name, c.value = name, value
+			if name, value, ok := s.host.CachedLocked(typeURL, c.Wrapper, c.Hash, c.Raw); ok {
+				c.name, c.Value = name, value
 			}
 		}
 		s.cfg.Lock.Unlock()
@@ -216,7 +210,7 @@ func (s *stream) sameResourceName(typeURL, a, b string) bool {
 func (s *stream) checkResource(r *Response, t *tally, i int, c *candidate) {
 	if c.name == "" {
 		r.Complete = false
-		t.fail("resource index %d: %v", i, c.err)
+		t.fail("resource index %d: %v", i, c.Err)
 		return
 	}
 	key, err := s.host.ResolveName(r.Type.TypeURL, c.name)
@@ -231,12 +225,14 @@ func (s *stream) checkResource(r *Response, t *tally, i int, c *candidate) {
 		return
 	}
 	r.Named[key] = true
-	if c.err != nil {
-		t.fail("resource index %d, name %s: %v", i, QuoteName(c.name), c.err)
+	if c.Err != nil {
+		t.fail("resource index %d, name %s: %v", i, QuoteName(c.name), c.Err)
 	} else {
 		r.Valid++
 	}
-	r.Resources = append(r.Resources, Resource{Key: key, Wrapper: c.wrapper, Value: c.value, Raw: c.raw, Hash: c.hash, Version: c.version, Err: c.err})
+	c.Key = key
+	// In place: the write index never passes the read index.
+	r.Resources = append(r.Resources, *c)
 }
 
 // checkResourceError adds entry i of an xRFC TP3 resource_errors list to

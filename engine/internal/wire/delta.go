@@ -119,8 +119,8 @@ func (s *stream) decodeDelta(typ registry.ResourceType, resp *discoverypb.DeltaD
 	cands := make([]candidate, len(resp.GetResources()))
 	for i, res := range resp.GetResources() {
 		c := &cands[i]
-		c.wrapper, c.raw, c.version, c.err = deltaResource(typ, res)
-		c.name = c.wrapper
+		c.Wrapper, c.Raw, c.Version, c.Err = deltaResource(typ, res)
+		c.name = c.Wrapper
 	}
 	removed := resp.GetRemovedResources()
 	for _, rn := range resp.GetRemovedResourceNames() {

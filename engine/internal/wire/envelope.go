@@ -37,7 +37,7 @@ var errEnvelope = errors.New("not a DiscoveryResponse")
 // small messages (control_plane, resource_errors) are read by
 // proto.Unmarshal itself.
 func parseEnvelope(b []byte) (envelope, error) {
-	var e envelope
+	e := envelope{resources: make([]rawAny, 0, countResources(b))}
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 || !num.IsValid() {
@@ -82,6 +82,28 @@ func parseEnvelope(b []byte) (envelope, error) {
 		}
 	}
 	return e, nil
+}
+
+// countResources counts the resources field of a DiscoveryResponse, so
+// that they are collected into one allocation. It stops, uncounted, at
+// what it cannot read: parseEnvelope then says why.
+func countResources(b []byte) int {
+	n := 0
+	for len(b) > 0 {
+		num, typ, m := protowire.ConsumeTag(b)
+		if m < 0 {
+			return n
+		}
+		b = b[m:]
+		if m = protowire.ConsumeFieldValue(num, typ, b); m < 0 {
+			return n
+		}
+		b = b[m:]
+		if num == 2 && typ == protowire.BytesType {
+			n++
+		}
+	}
+	return n
 }
 
 // parseAny reads a google.protobuf.Any (type_url = 1, value = 2).

@@ -181,6 +181,8 @@ type Resource struct {
 	// "" in a SotW one.
 	Version string
 	Err     error // why it is invalid
+
+	name string // as sent, during stage 1; "" when it could not be learned
 }
 
 // ResourceError is one xRFC TP3 entry.

@@ -19,6 +19,7 @@ import (
 	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
 	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/types/cds"
 )
 
 // TestACKNACK checks version_info, response_nonce and error_detail of the
@@ -378,6 +379,34 @@ func TestBurstOnOpenStream(t *testing.T) {
 		t.Fatalf("%d watches on an open stream took %d requests, want a few", n, requests)
 	}
 	t.Logf("%d watches on an open stream: %d requests", n, requests)
+}
+
+// TestSingleWatchIsWrittenAtOnce: a watch that finds the stream idle is
+// written without waiting for a burst to settle. Waiting would take at
+// least the settling quiet period (250 µs), so the fastest of a few
+// tries shows whether any waited.
+func TestSingleWatchIsWrittenAtOnce(t *testing.T) {
+	e, tr := memEngine(t, registry.MustNew(cds.Type))
+	defer e.Close()
+	var noop engine.WatcherFuncs
+	defer e.Watch(cds.TypeURL, "first", noop)()
+	st := <-tr.streams
+	st.awaitSubscription(t, 1)
+	fastest := time.Hour
+	for i := 0; i < 20; i++ {
+		start := time.Now()
+		cancel := e.Watch(cds.TypeURL, "extra", noop)
+		if got := st.request(t).GetResourceNames(); len(got) != 2 {
+			t.Fatalf("request names %q, want first and extra", got)
+		}
+		fastest = min(fastest, time.Since(start))
+		cancel()
+		st.awaitSubscription(t, 1)
+	}
+	if fastest >= 250*time.Microsecond {
+		t.Fatalf("fastest of 20 single watches reached the server after %v: it waited for a burst to settle", fastest)
+	}
+	t.Logf("fastest single watch to request: %v", fastest)
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

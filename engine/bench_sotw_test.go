@@ -395,3 +395,31 @@ func BenchmarkSotWWatchDuringPush(b *testing.B) {
 	b.ReportMetric(float64(durations[len(durations)/2].Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(durations[len(durations)*99/100].Nanoseconds()), "p99-ns")
 }
+
+// BenchmarkSotWWatchToRequest measures how long a Watch of a new name on
+// an open, idle stream takes to reach the server as a request: the
+// latency a single watch pays for the batching of bursts.
+func BenchmarkSotWWatchToRequest(b *testing.B) {
+	e, tr := memEngine(b, registry.MustNew(cds.Type))
+	defer e.Close()
+	noop := engine.WatcherFuncs{}
+	defer e.Watch(cds.TypeURL, "first", noop)()
+	st := <-tr.streams
+	st.awaitSubscription(b, 1)
+	var durations []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		cancel := e.Watch(cds.TypeURL, "extra", noop)
+		st.awaitSubscription(b, 2)
+		durations = append(durations, time.Since(start))
+		b.StopTimer()
+		cancel()
+		st.awaitSubscription(b, 1)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	slices.Sort(durations)
+	b.ReportMetric(float64(durations[len(durations)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(durations[len(durations)*99/100].Nanoseconds()), "p99-ns")
+}

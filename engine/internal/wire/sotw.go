@@ -152,14 +152,25 @@ func (s *stream) run() {
 
 func (s *stream) sendLoop() {
 	defer s.cfg.Goroutines.Done()
+	// A change that finds the writer idle is written at once; changes
+	// made while a request was built and written are a burst of watches
+	// under way, and the next request waits for it to settle. The
+	// stream's first request settles too: the watches that opened the
+	// stream may still be arriving.
+	first := true
 	for {
 		select {
 		case <-s.wake:
 		case <-s.ctx.Done():
 			return
 		}
-		for {
-			s.settle()
+		for idle := !first; ; idle = false {
+			if idle {
+				s.builtAt = s.subChanges.Load()
+			} else {
+				s.settle()
+			}
+			first = false
 			s.cfg.Lock.Lock()
 			if s.ended {
 				s.cfg.Lock.Unlock()
@@ -207,9 +218,11 @@ func (s *stream) nextMessageLocked() (proto.Message, string) {
 // in a few requests per type instead of one per watch: each request of a
 // SotW stream makes the server send every subscribed resource again, so
 // a burst sent piecemeal costs the server, and this client, the square of
-// its size. It waits until the subscriptions have not changed for a quiet
-// period, at most about a second; a single watch waits one quiet period,
-// and an ACK, which changes no subscription, is not delayed. A response
+// its size. The send loop calls it only once a burst has shown itself
+// (changes made while a request was being written); a single watch on an
+// idle stream is written at once. It waits until the subscriptions have
+// not changed for a quiet period, at most about a second; an ACK, which
+// changes no subscription, is not delayed. A response
 // being applied holds the engine's lock, so Watch calls cannot change
 // anything meanwhile: that is no quiet, and does not count. It sleeps
 // rather than spins, leaving the CPU to the goroutine registering the

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -91,6 +92,21 @@ type DecodeOptions struct {
 	// leds_cluster_locality_config when DisableEndpointFallback is set.
 	// The zero value has every feature on.
 	Switches features.Switches
+	// OwnsRaw says that raw is the decoder's to keep: nothing modifies or
+	// reuses it after Decode returns. The engine sets it, having copied
+	// each resource out of its response, so a decoder that keeps the
+	// bytes (for Equal, or to give the proto back) does not copy them a
+	// second time. Other callers leave it false; see [DecodeOptions.KeepRaw].
+	OwnsRaw bool
+}
+
+// KeepRaw returns raw for a decoder to keep: raw itself when the caller
+// handed it over (OwnsRaw), else a copy.
+func (o DecodeOptions) KeepRaw(raw []byte) []byte {
+	if o.OwnsRaw {
+		return raw
+	}
+	return bytes.Clone(raw)
 }
 
 // DecodeResult is a decoder's output.

@@ -212,3 +212,18 @@ func ExampleResourceType_EnabledUnder() {
 	fmt.Println(t.EnabledUnder(features.Switches{}), t.EnabledUnder(features.Switches{DisableEndpointFallback: true}))
 	// Output: true false
 }
+
+// ExampleDecodeOptions_KeepRaw: a decoder that keeps the bytes it was
+// given copies them only when its caller may reuse them. The engine hands
+// each resource over (OwnsRaw), so the copy is made once, by the engine.
+func ExampleDecodeOptions_KeepRaw() {
+	raw := []byte("bytes from the wire")
+	kept := registry.DecodeOptions{}.KeepRaw(raw)
+	handedOver := registry.DecodeOptions{OwnsRaw: true}.KeepRaw(raw)
+	raw[0] = 'B' // the caller reuses its buffer
+	fmt.Println(string(kept))
+	fmt.Println(string(handedOver))
+	// Output:
+	// bytes from the wire
+	// Bytes from the wire
+}

@@ -1,11 +1,11 @@
 package cds
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -25,9 +25,19 @@ type decoder struct {
 	customLBPolicy func(string) bool
 }
 
-func (d decoder) decode(raw []byte, _ registry.DecodeOptions) (registry.DecodeResult, error) {
-	var pb clusterpb.Cluster
-	if err := proto.Unmarshal(raw, &pb); err != nil {
+// clusterMessages recycles the decode target: a Cluster message is some
+// 600 bytes, one per resource of a response, and nothing of the decoded
+// cds.Cluster points into it (its sub-messages are separate objects, which
+// a reset only unlinks).
+var clusterMessages = sync.Pool{New: func() any { return new(clusterpb.Cluster) }}
+
+func (d decoder) decode(raw []byte, opts registry.DecodeOptions) (registry.DecodeResult, error) {
+	pb := clusterMessages.Get().(*clusterpb.Cluster)
+	defer func() {
+		proto.Reset(pb)
+		clusterMessages.Put(pb)
+	}()
+	if err := proto.Unmarshal(raw, pb); err != nil {
 		return registry.DecodeResult{}, fmt.Errorf("cannot unmarshal Cluster: %w", err)
 	}
 	var errs registry.FieldErrors
@@ -35,10 +45,10 @@ func (d decoder) decode(raw []byte, _ registry.DecodeOptions) (registry.DecodeRe
 	if c.Name == "" {
 		errs.Add("name", "must be non-empty")
 	}
-	discoveryType(&pb, c, &errs)
+	discoveryType(pb, c, &errs)
 	lb := lbConverter{custom: d.customLBPolicy, errs: &errs}
-	c.LBPolicy = lb.convert(&pb)
-	c.TLS = upstreamTLS(&pb, &errs)
+	c.LBPolicy = lb.convert(pb)
+	c.TLS = upstreamTLS(pb, &errs)
 	if lrs := pb.GetLrsServer(); lrs != nil {
 		if lrs.GetSelf() == nil {
 			errs.Add("lrs_server", "must have self set")
@@ -50,7 +60,7 @@ func (d decoder) decode(raw []byte, _ registry.DecodeOptions) (registry.DecodeRe
 	if err := errs.Err(); err != nil {
 		return registry.DecodeResult{Name: c.Name}, err
 	}
-	c.raw = bytes.Clone(raw)
+	c.raw = opts.KeepRaw(raw)
 	return registry.DecodeResult{Name: c.Name, Resource: c}, nil
 }
 

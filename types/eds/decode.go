@@ -1,7 +1,6 @@
 package eds
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"strconv"
@@ -15,27 +14,53 @@ import (
 	"github.com/xdsengine/xdsengine/types/internal/lbendpoint"
 )
 
+// decode reads the resource with its endpoints left as bytes, which
+// lbendpoint converts without building a message per endpoint. Should any
+// endpoint not parse, the resource is decoded again as one message, so
+// that proto.Unmarshal gives the reason in its words; FuzzDecode checks
+// that both ways give the same result.
 func decode(raw []byte, opts registry.DecodeOptions) (registry.DecodeResult, error) {
+	if cla, locs, ok := splitAssignment(raw); ok {
+		if res, err, ok := convert(raw, cla, locs, opts); ok {
+			return res, err
+		}
+	}
+	return decodeMessage(raw, opts)
+}
+
+// decodeMessage decodes the resource through one proto.Unmarshal.
+func decodeMessage(raw []byte, opts registry.DecodeOptions) (registry.DecodeResult, error) {
 	var cla endpointpb.ClusterLoadAssignment
 	if err := proto.Unmarshal(raw, &cla); err != nil {
 		return registry.DecodeResult{}, fmt.Errorf("cannot unmarshal ClusterLoadAssignment: %w", err)
 	}
+	res, err, _ := convert(raw, &cla, nil, opts)
+	return res, err
+}
+
+// convert checks and converts a ClusterLoadAssignment. locs, when not nil,
+// are the bytes of cla's localities, whose lb_endpoints cla lacks. It
+// reports false if one of those does not parse.
+func convert(raw []byte, cla *endpointpb.ClusterLoadAssignment, locs []localityBytes, opts registry.DecodeOptions) (registry.DecodeResult, error, bool) {
 	name := cla.GetClusterName()
 	var errs registry.FieldErrors
 	if name == "" {
 		errs.Add("cluster_name", "must be non-empty")
 	}
-	localities := convertLocalities(cla.GetEndpoints(), !opts.Switches.DisableEndpointFallback, &errs)
+	localities, ok := convertLocalities(cla.GetEndpoints(), locs, !opts.Switches.DisableEndpointFallback, &errs)
+	if !ok {
+		return registry.DecodeResult{}, nil, false
+	}
 	drops := convertDrops(cla.GetPolicy().GetDropOverloads(), &errs)
 	if err := errs.Err(); err != nil {
-		return registry.DecodeResult{Name: name}, err
+		return registry.DecodeResult{Name: name}, err, true
 	}
 	return registry.DecodeResult{Name: name, Resource: &ClusterLoadAssignment{
 		ClusterName: name,
 		Localities:  localities,
 		Drops:       drops,
-		raw:         bytes.Clone(raw),
-	}}, nil
+		raw:         opts.KeepRaw(raw),
+	}}, nil, true
 }
 
 type priorityLocality struct {
@@ -46,16 +71,25 @@ type priorityLocality struct {
 // convertLocalities applies gRFC A27's locality rules as gRPC implements
 // them today (grpc-go parseEDSRespProto, C-core EdsResourceParse) and
 // gRFC A95's LEDS rules (grpc-java parseLocalityLbEndpoints).
-func convertLocalities(in []*endpointpb.LocalityLbEndpoints, leds bool, errs *registry.FieldErrors) []Locality {
-	c := newLocalityConverter(in, leds, errs)
+// locs, when not nil, are the bytes of the localities, whose lb_endpoints
+// in lack; it reports false if one of those does not parse.
+func convertLocalities(in []*endpointpb.LocalityLbEndpoints, locs []localityBytes, leds bool, errs *registry.FieldErrors) ([]Locality, bool) {
+	c := newLocalityConverter(in, locs, leds, errs)
 	for i, l := range in {
 		if l.GetLoadBalancingWeight().GetValue() == 0 {
+			// Ignored, but proto.Unmarshal of the whole resource would
+			// still have refused endpoints that do not parse.
+			if locs != nil && !locs[i].parses() {
+				return nil, false
+			}
 			continue
 		}
-		c.convert(i, l)
+		if !c.convert(i, l) {
+			return nil, false
+		}
 	}
 	c.checkPriorities()
-	return c.out
+	return c.out, true
 }
 
 // localityConverter converts the localities of one resource, sharing one
@@ -64,6 +98,8 @@ type localityConverter struct {
 	leds bool
 	errs *registry.FieldErrors
 	out  []Locality
+	// locs are the localities' bytes, or nil (see convertLocalities).
+	locs []localityBytes
 	// backing holds the endpoints not yet given to a locality.
 	backing           []Endpoint
 	dec               *lbendpoint.Decoder
@@ -75,18 +111,23 @@ type localityConverter struct {
 // newLocalityConverter sizes everything up front, so that a resource of
 // any size costs a handful of allocations beyond what proto.Unmarshal
 // made.
-func newLocalityConverter(in []*endpointpb.LocalityLbEndpoints, leds bool, errs *registry.FieldErrors) *localityConverter {
+func newLocalityConverter(in []*endpointpb.LocalityLbEndpoints, locs []localityBytes, leds bool, errs *registry.FieldErrors) *localityConverter {
 	kept, endpointCount := 0, 0
-	for _, l := range in {
+	for i, l := range in {
 		if l.GetLoadBalancingWeight().GetValue() == 0 {
 			continue
 		}
 		kept++
 		if !leds || l.GetLedsClusterLocalityConfig() == nil {
-			endpointCount += len(l.GetLbEndpoints())
+			if locs != nil {
+				endpointCount += locs[i].endpoints
+			} else {
+				endpointCount += len(l.GetLbEndpoints())
+			}
 		}
 	}
 	return &localityConverter{
+		locs:              locs,
 		leds:              leds,
 		errs:              errs,
 		out:               make([]Locality, 0, kept),
@@ -97,13 +138,14 @@ func newLocalityConverter(in []*endpointpb.LocalityLbEndpoints, leds bool, errs 
 	}
 }
 
-// convert adds locality i, of non-zero weight.
-func (c *localityConverter) convert(i int, l *endpointpb.LocalityLbEndpoints) {
+// convert adds locality i, of non-zero weight. It reports false if the
+// locality's endpoints, read from bytes, do not parse.
+func (c *localityConverter) convert(i int, l *endpointpb.LocalityLbEndpoints) bool {
 	at := func() string { return "endpoints[" + strconv.Itoa(i) + "]" }
 	lp := l.GetLocality()
 	if lp == nil {
 		c.errs.Add(at()+".locality", "field not present")
-		return
+		return c.locs == nil || c.locs[i].parses()
 	}
 	loc := Locality{
 		ID:       LocalityID{Region: lp.GetRegion(), Zone: lp.GetZone(), SubZone: lp.GetSubZone()},
@@ -111,12 +153,22 @@ func (c *localityConverter) convert(i int, l *endpointpb.LocalityLbEndpoints) {
 		Weight:   l.GetLoadBalancingWeight().GetValue(),
 	}
 	c.checkLocality(at, loc)
-	if ledsCfg := l.GetLedsClusterLocalityConfig(); c.leds && ledsCfg != nil {
+	switch ledsCfg := l.GetLedsClusterLocalityConfig(); {
+	case c.leds && ledsCfg != nil:
 		loc.LEDSCollection = c.collection(at, ledsCfg)
-	} else {
+		if c.locs != nil && !c.locs[i].parses() {
+			return false
+		}
+	case c.locs != nil:
+		var ok bool
+		if loc.Endpoints, ok = c.endpointsFromBytes(at, c.locs[i]); !ok {
+			return false
+		}
+	default:
 		loc.Endpoints = c.endpoints(at, l.GetLbEndpoints())
 	}
 	c.out = append(c.out, loc)
+	return true
 }
 
 // checkLocality checks a locality against the ones before it: no
@@ -178,6 +230,47 @@ func (c *localityConverter) endpoints(at func() string, lbs []*endpointpb.LbEndp
 	// A full slice expression, so that appending to one locality's
 	// endpoints can never overwrite the next locality's.
 	return eps[:n:n]
+}
+
+// endpointsFromBytes is endpoints for a locality read as bytes: each
+// endpoint of the usual shape is converted from its bytes, any other is
+// unmarshaled and decoded as a message. It reports false if one does not
+// parse.
+func (c *localityConverter) endpointsFromBytes(at func() string, loc localityBytes) ([]Endpoint, bool) {
+	eps := c.backing[:loc.endpoints:loc.endpoints]
+	c.backing = c.backing[loc.endpoints:]
+	n, j := 0, 0
+	var total uint64
+	var lb *endpointpb.LbEndpoint
+	ok := loc.eachEndpoint(func(b []byte) bool {
+		if !c.dec.DecodeBytes(b, &eps[n]) {
+			if lb == nil {
+				lb = new(endpointpb.LbEndpoint) // Unmarshal resets it for each
+			}
+			if proto.Unmarshal(b, lb) != nil {
+				return false
+			}
+			idx := j
+			if !c.dec.Decode(lb, &eps[n], func() string { return at() + ".lb_endpoints[" + strconv.Itoa(idx) + "]" }) {
+				j++
+				return true
+			}
+		}
+		total += uint64(eps[n].Weight)
+		n++
+		j++
+		return true
+	})
+	if !ok {
+		return nil, false
+	}
+	if total > math.MaxUint32 {
+		c.errs.Addf(at()+".lb_endpoints", "sum of endpoint weights %d exceeds %d", total, uint64(math.MaxUint32))
+	}
+	if n == 0 {
+		return nil, true
+	}
+	return eps[:n:n], true
 }
 
 // checkPriorities requires priorities contiguous from 0.

@@ -1,7 +1,6 @@
 package lds
 
 import (
-	"bytes"
 	"fmt"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -24,12 +23,12 @@ const (
 // hcmField is the path of the HttpConnectionManager in a Listener.
 const hcmField = "api_listener.api_listener"
 
-func decode(raw []byte, _ registry.DecodeOptions) (registry.DecodeResult, error) {
+func decode(raw []byte, opts registry.DecodeOptions) (registry.DecodeResult, error) {
 	m := new(listenerv3.Listener)
 	if err := proto.Unmarshal(raw, m); err != nil {
 		return registry.DecodeResult{}, fmt.Errorf("cannot parse Listener: %w", err)
 	}
-	l, err := convert(m, bytes.Clone(raw))
+	l, err := convert(m, opts.KeepRaw(raw))
 	if err != nil {
 		return registry.DecodeResult{Name: m.GetName()}, err
 	}

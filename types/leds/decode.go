@@ -1,7 +1,6 @@
 package leds
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -39,7 +38,7 @@ func decode(raw []byte, opts registry.DecodeOptions) (registry.DecodeResult, err
 	return registry.DecodeResult{Name: name, Resource: &LbEndpointCollection{
 		Name:      name,
 		Endpoints: eps,
-		raw:       bytes.Clone(raw),
+		raw:       opts.KeepRaw(raw),
 	}}, nil
 }
 
@@ -74,11 +73,16 @@ func convert(coll *endpointpb.LbEndpointCollection, errs *registry.FieldErrors) 
 			errs.Addf(at()+".inline_entry.resource.type_url", "%q is not %s", res.GetTypeUrl(), lbEndpointTypeName)
 			continue
 		}
+		var ep Endpoint
+		if dec.DecodeBytes(res.GetValue(), &ep) {
+			total += uint64(ep.Weight)
+			eps = append(eps, ep)
+			continue
+		}
 		if err := proto.Unmarshal(res.GetValue(), &lb); err != nil {
 			errs.Addf(at()+".inline_entry.resource", "cannot unmarshal LbEndpoint: %v", err)
 			continue
 		}
-		var ep Endpoint
 		if dec.Decode(&lb, &ep, func() string { return at() + ".inline_entry.resource" }) {
 			total += uint64(ep.Weight)
 			eps = append(eps, ep)

@@ -48,13 +48,17 @@ func decodeEndpoint(raw []byte, opts registry.DecodeOptions) (registry.DecodeRes
 	if name == "" {
 		return registry.DecodeResult{}, fmt.Errorf("LbEndpoint has no name field: it must arrive in a named envoy.service.discovery.v3.Resource wrapper")
 	}
+	var errs registry.FieldErrors
+	out := &LbEndpoint{Name: name, raw: opts.KeepRaw(raw)}
+	dec := lbendpoint.NewDecoder(&errs, 1)
+	if dec.DecodeBytes(raw, &out.Endpoint) {
+		return registry.DecodeResult{Name: name, Resource: out}, nil
+	}
 	var lb endpointpb.LbEndpoint
 	if err := proto.Unmarshal(raw, &lb); err != nil {
 		return registry.DecodeResult{Name: name}, fmt.Errorf("cannot unmarshal LbEndpoint: %w", err)
 	}
-	var errs registry.FieldErrors
-	out := &LbEndpoint{Name: name, raw: bytes.Clone(raw)}
-	lbendpoint.NewDecoder(&errs, 1).Decode(&lb, &out.Endpoint, func() string { return "LbEndpoint" })
+	dec.Decode(&lb, &out.Endpoint, func() string { return "LbEndpoint" })
 	if err := errs.Err(); err != nil {
 		return registry.DecodeResult{Name: name}, err
 	}

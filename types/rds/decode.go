@@ -1,7 +1,6 @@
 package rds
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"strconv"
@@ -33,12 +32,12 @@ const (
 	channelIDKey = "io.grpc.channel_id"
 )
 
-func decode(raw []byte, _ registry.DecodeOptions) (registry.DecodeResult, error) {
+func decode(raw []byte, opts registry.DecodeOptions) (registry.DecodeResult, error) {
 	m := new(routev3.RouteConfiguration)
 	if err := proto.Unmarshal(raw, m); err != nil {
 		return registry.DecodeResult{}, fmt.Errorf("cannot parse RouteConfiguration: %w", err)
 	}
-	rc, err := convert(m, bytes.Clone(raw))
+	rc, err := convert(m, opts.KeepRaw(raw))
 	if err != nil {
 		return registry.DecodeResult{Name: m.GetName()}, err
 	}

@@ -187,7 +187,7 @@ func (s *stream) reuseCached(typeURL string, cands []candidate) {
 // decodeResource decodes and validates one resource. The name is
 // returned whenever it is known, also with an error.
 func (s *stream) decodeResource(typ registry.ResourceType, wrapperName string, raw []byte) (string, registry.Resource, error) {
-	dr, err := typ.Decode(raw, registry.DecodeOptions{WrapperName: wrapperName, Server: s.cfg.Server, Switches: s.cfg.Switches})
+	dr, err := typ.Decode(raw, registry.DecodeOptions{WrapperName: wrapperName, Server: s.cfg.Server, Switches: s.cfg.Switches, OwnsRaw: true})
 	if err == nil && wrapperName != "" && dr.Name != wrapperName && !s.sameResourceName(typ.TypeURL, dr.Name, wrapperName) {
 		// Which of the two names is meant cannot be known; the wrapper's
 		// is the one the protocol defines, so the NACK is charged to it.

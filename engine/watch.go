@@ -113,18 +113,15 @@ func (e *Engine) deliverCurrentLocked(h *watch) {
 	en := h.entry
 	switch {
 	case en.value != nil:
-		u := e.updateLocked(en, en.value, nil)
-		e.deliverLocked(h, nil, func(done func()) { deliverChange(h.w, u, done) })
+		e.scheduleLocked(&notice{h: h, u: e.updateLocked(en, en.value, nil)}, nil)
 		if amb := en.ambient; amb != nil {
-			e.deliverLocked(h, nil, func(done func()) { h.w.OnAmbientError(amb, done) })
+			e.scheduleLocked(&notice{h: h, ambient: amb, isAmbient: true}, nil)
 		}
 	case en.err != nil:
-		u := e.updateLocked(en, nil, en.err)
-		e.deliverLocked(h, nil, func(done func()) { deliverChange(h.w, u, done) })
+		e.scheduleLocked(&notice{h: h, u: e.updateLocked(en, nil, en.err)}, nil)
 	default:
 		if act := en.auth.active(); act != nil && act.status != nil {
-			u := e.updateLocked(en, nil, e.channelErrorFor(act, en))
-			e.deliverLocked(h, nil, func(done func()) { deliverChange(h.w, u, done) })
+			e.scheduleLocked(&notice{h: h, u: e.updateLocked(en, nil, e.channelErrorFor(act, en))}, nil)
 		}
 	}
 }
@@ -188,21 +185,42 @@ func (e *Engine) removeEntryLocked(en *entry) {
 	}
 }
 
-// deliverLocked schedules one callback for a watcher. A non-nil gate holds
-// the stream's next read until the callback calls done.
-func (e *Engine) deliverLocked(h *watch, gate *wire.Gate, call func(done func())) {
-	done := func() {}
-	if gate != nil {
-		done = gate.Add(wire.Pending{TypeURL: h.entry.typ.TypeURL, Name: h.entry.name})
+// notice is one watcher callback, scheduled under the engine's lock and
+// run on the serializer: a change (u) or an ambient error. It is one
+// object holding what the callback needs and its hold on the response's
+// gate, since a large response schedules one per resource.
+type notice struct {
+	h         *watch
+	u         Update
+	ambient   error
+	isAmbient bool
+	hold      wire.Hold
+	done      func()
+}
+
+func noDone() {}
+
+func (n *notice) Run() {
+	switch {
+	case n.h.canceled.Load():
+		n.done()
+	case n.isAmbient:
+		n.h.w.OnAmbientError(n.ambient, n.done)
+	default:
+		deliverChange(n.h.w, n.u, n.done)
 	}
-	if !e.ser.Schedule(func() {
-		if h.canceled.Load() {
-			done()
-			return
-		}
-		call(done)
-	}) {
-		done()
+}
+
+// scheduleLocked schedules n. A non-nil gate holds the stream's next read
+// until the callback calls done.
+func (e *Engine) scheduleLocked(n *notice, gate *wire.Gate) {
+	n.done = noDone
+	if gate != nil {
+		gate.Hold(&n.hold, wire.Pending{TypeURL: n.h.entry.typ.TypeURL, Name: n.h.entry.name})
+		n.done = n.hold.Release
+	}
+	if !e.ser.ScheduleJob(n) {
+		n.done()
 	}
 }
 
@@ -212,12 +230,12 @@ func (e *Engine) notifyChangedLocked(en *entry, r registry.Resource, err error, 
 	}
 	u := e.updateLocked(en, r, err)
 	for _, h := range en.watchers {
-		e.deliverLocked(h, gate, func(done func()) { deliverChange(h.w, u, done) })
+		e.scheduleLocked(&notice{h: h, u: u}, gate)
 	}
 }
 
 func (e *Engine) notifyAmbientLocked(en *entry, err error, gate *wire.Gate) {
 	for _, h := range en.watchers {
-		e.deliverLocked(h, gate, func(done func()) { h.w.OnAmbientError(err, done) })
+		e.scheduleLocked(&notice{h: h, ambient: err, isAmbient: true}, gate)
 	}
 }

@@ -14,7 +14,7 @@ import (
 // order watchers see is the order the engine decided in.
 type Serializer struct {
 	mu      sync.Mutex
-	queue   []func()
+	queue   []Job
 	wake    chan struct{}
 	closed  bool
 	stopped chan struct{}
@@ -54,14 +54,27 @@ func goroutineID() uint64 {
 	return id
 }
 
+// Job is a callback with its state: a caller that schedules many keeps
+// each in one object of its own, where a func would need a closure too.
+type Job interface{ Run() }
+
+// funcJob is a func as a Job; a func value is a pointer, so the
+// conversion allocates nothing.
+type funcJob func()
+
+func (f funcJob) Run() { f() }
+
 // Schedule queues f; it reports false, without queueing, after close.
-func (s *Serializer) Schedule(f func()) bool {
+func (s *Serializer) Schedule(f func()) bool { return s.ScheduleJob(funcJob(f)) }
+
+// ScheduleJob queues j, like Schedule.
+func (s *Serializer) ScheduleJob(j Job) bool {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return false
 	}
-	s.queue = append(s.queue, f)
+	s.queue = append(s.queue, j)
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -83,11 +96,11 @@ func (s *Serializer) run() {
 			<-s.wake
 			continue
 		}
-		f := s.queue[0]
+		j := s.queue[0]
 		s.queue[0] = nil
 		s.queue = s.queue[1:]
 		s.mu.Unlock()
-		f()
+		j.Run()
 	}
 }
 

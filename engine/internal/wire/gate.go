@@ -21,21 +21,23 @@ type Gate struct {
 	opened time.Time
 	// notes are added under the engine's lock before arm, and only read
 	// after it.
-	notes []*pendingDone
+	notes []*Hold
 }
 
-// pendingDone is one notification's done.
-type pendingDone struct {
+// Hold is one notification's hold on a gate: [Gate.Hold] registers it and
+// Release, the notification's done, lets go. The engine embeds it in the
+// notification, so that holding costs no allocation of its own.
+type Hold struct {
 	gate   *Gate
 	about  Pending
 	called atomic.Bool
 }
 
-// release is the done callback: safe to call more than once, it counts
+// Release is the done callback: safe to call more than once, it counts
 // only the first call.
-func (p *pendingDone) release() {
-	if p.called.CompareAndSwap(false, true) {
-		p.gate.release()
+func (h *Hold) Release() {
+	if h.called.CompareAndSwap(false, true) {
+		h.gate.release()
 	}
 }
 
@@ -48,13 +50,12 @@ func NewGate(clock Clock) *Gate {
 	return g
 }
 
-// Add registers a notification about a resource and returns its done.
-// Call it with the engine's lock held, before the gate is armed.
-func (g *Gate) Add(about Pending) (done func()) {
+// Hold registers h, a notification about a resource; h.Release is its
+// done. Call it with the engine's lock held, before the gate is armed.
+func (g *Gate) Hold(h *Hold, about Pending) {
 	g.pending.Add(1)
-	p := &pendingDone{gate: g, about: about}
-	g.notes = append(g.notes, p)
-	return p.release
+	h.gate, h.about = g, about
+	g.notes = append(g.notes, h)
 }
 
 func (g *Gate) release() {

@@ -21,12 +21,19 @@ func (wallClock) AfterFunc(d time.Duration, f func()) func() bool {
 	return time.AfterFunc(d, f).Stop
 }
 
+// add holds g for a notification about about and returns its done.
+func add(g *Gate, about Pending) func() {
+	h := new(Hold)
+	g.Hold(h, about)
+	return h.Release
+}
+
 func TestGate(t *testing.T) {
 	g := NewGate(wallClock{})
 	a := Pending{TypeURL: "t", Name: "a"}
-	doneA1 := g.Add(a)
-	doneA2 := g.Add(a)
-	doneB := g.Add(Pending{TypeURL: "t", Name: "b"})
+	doneA1 := add(g, a)
+	doneA2 := add(g, a)
+	doneB := add(g, Pending{TypeURL: "t", Name: "b"})
 	doneB()
 	doneB() // a second call counts once
 	g.arm()
@@ -46,7 +53,7 @@ func TestGate(t *testing.T) {
 
 func TestGateOpensOnlyWhenArmed(t *testing.T) {
 	g := NewGate(wallClock{})
-	done := g.Add(Pending{Name: "x"})
+	done := add(g, Pending{Name: "x"})
 	done()
 	if g.isOpen() {
 		t.Fatal("an early done opened the gate before it was armed")

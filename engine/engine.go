@@ -14,6 +14,7 @@ import (
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/serial"
 	"github.com/xdsengine/xdsengine/registry"
@@ -60,6 +61,11 @@ type Engine struct {
 	// callers counts Watch and cancel calls waiting for the lock: a
 	// response applied in parts lets them in between parts.
 	callers atomic.Int32
+	// notices is the rest of the chunk the notifications of the response
+	// held by noticeGate come from (newNoticeLocked). Guarded by mu.
+	notices     []notice
+	noticeGate  *wire.Gate
+	noticeChunk int
 	// maxResponseBytes and slowWatcherThreshold are the Config's, with
 	// their defaults.
 	maxResponseBytes     int

@@ -230,12 +230,42 @@ func (e *Engine) notifyChangedLocked(en *entry, r registry.Resource, err error, 
 	}
 	u := e.updateLocked(en, r, err)
 	for _, h := range en.watchers {
-		e.scheduleLocked(&notice{h: h, u: u}, gate)
+		n := e.newNoticeLocked(gate)
+		n.h, n.u = h, u
+		e.scheduleLocked(n, gate)
 	}
 }
 
 func (e *Engine) notifyAmbientLocked(en *entry, err error, gate *wire.Gate) {
 	for _, h := range en.watchers {
-		e.scheduleLocked(&notice{h: h, ambient: err, isAmbient: true}, gate)
+		n := e.newNoticeLocked(gate)
+		n.h, n.ambient, n.isAmbient = h, err, true
+		e.scheduleLocked(n, gate)
 	}
+}
+
+// maxNoticeChunk bounds how many notices of one response are allocated
+// at once.
+const maxNoticeChunk = 64
+
+// newNoticeLocked returns a zero notice. Those of one response (one gate)
+// come from shared chunks, doubling from 1 to maxNoticeChunk: a response
+// of many changed resources makes a notice for each, and one allocation
+// per chunk costs less than one per notice, while a response that
+// changes one resource allocates one. A chunk lives until its last
+// notice has run.
+func (e *Engine) newNoticeLocked(gate *wire.Gate) *notice {
+	if gate == nil {
+		return new(notice)
+	}
+	if e.noticeGate != gate {
+		e.noticeGate, e.notices, e.noticeChunk = gate, nil, 0
+	}
+	if len(e.notices) == 0 {
+		e.noticeChunk = min(max(2*e.noticeChunk, 1), maxNoticeChunk)
+		e.notices = make([]notice, e.noticeChunk)
+	}
+	n := &e.notices[0]
+	e.notices = e.notices[1:]
+	return n
 }

@@ -17,6 +17,8 @@ type Serializer struct {
 	queue   []Job
 	wake    chan struct{}
 	closed  bool
+	// dropped: Close dropped the queue, including the batch being run.
+	dropped atomic.Bool
 	stopped chan struct{}
 	// goid is the serializer goroutine's ID, so that Close can tell it is
 	// being called from a callback, which it must not wait for.
@@ -85,6 +87,7 @@ func (s *Serializer) ScheduleJob(j Job) bool {
 
 func (s *Serializer) run() {
 	defer close(s.stopped)
+	var batch []Job
 	for {
 		s.mu.Lock()
 		if len(s.queue) == 0 {
@@ -96,11 +99,17 @@ func (s *Serializer) run() {
 			<-s.wake
 			continue
 		}
-		j := s.queue[0]
-		s.queue[0] = nil
-		s.queue = s.queue[1:]
+		// The whole queue at once, handing back the last batch's array:
+		// one lock per batch, and no queue regrown for every response.
+		batch, s.queue = s.queue, batch[:0]
 		s.mu.Unlock()
-		j.Run()
+		for i, j := range batch {
+			batch[i] = nil
+			if s.dropped.Load() {
+				continue // Close dropped what was queued
+			}
+			j.Run()
+		}
 	}
 }
 
@@ -110,6 +119,7 @@ func (s *Serializer) run() {
 func (s *Serializer) Close() {
 	s.mu.Lock()
 	s.closed = true
+	s.dropped.Store(true)
 	s.queue = nil
 	s.mu.Unlock()
 	select {

@@ -59,3 +59,31 @@ func TestCloseFromCallback(t *testing.T) {
 	}
 	s.Close() // from outside as well: waits for the goroutine
 }
+
+// TestCloseDropsQueued: Close drops what is queued, also the callbacks
+// taken out of the queue together with the one running.
+func TestCloseDropsQueued(t *testing.T) {
+	s := serial.New()
+	release0, release1 := make(chan struct{}), make(chan struct{})
+	running1 := make(chan struct{})
+	s.Schedule(func() { <-release0 })
+	// Queued while the first runs, so taken out together.
+	s.Schedule(func() { close(running1); <-release1 })
+	for i := 0; i < 3; i++ {
+		s.Schedule(func() { t.Error("callback queued before Close ran after it") })
+	}
+	close(release0)
+	<-running1
+	closed := make(chan struct{})
+	go func() {
+		s.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a callback was running")
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(release1)
+	<-closed
+}

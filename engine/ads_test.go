@@ -441,6 +441,92 @@ func TestUnchangedBytesAreNotDecoded(t *testing.T) {
 	}
 }
 
+// TestResentResourcesTakeNewVersion: resources re-sent unchanged, at the
+// same index or another, are neither decoded nor delivered again, and take
+// each response's version (CSDS); an entry that meanwhile was NACKed, or
+// removed and watched again, is applied as usual. The steps run in order
+// on one stream.
+func TestResentResourcesTakeNewVersion(t *testing.T) {
+	var decodes atomic.Int64
+	base := testtype.Type(thing, false)
+	counting := base
+	counting.Decoder = registry.DecoderFunc(func(raw []byte, o registry.DecodeOptions) (registry.DecodeResult, error) {
+		decodes.Add(1)
+		return base.Decoder.Decode(raw, o)
+	})
+	f := newFixture(t, fixtureOpts{mutate: func(c *engine.Config) { c.Registry = registry.MustNew(counting) }})
+	watchers := map[string]*watchrec.Recorder{}
+	cancels := map[string]func(){}
+	for _, name := range []string{"a", "b", "c"} {
+		watchers[name], cancels[name] = f.watch(thing, name)
+	}
+	st := f.servers[0].WaitStream(t)
+	recvNames(t, st, thing, "a", "b", "c")
+	a1, b1, b2, c1 := res(thing, "a", "k", "1"), res(thing, "b", "k", "1"), res(thing, "b", "k", "2"), res(thing, "c", "k", "1")
+	aBad := res(thing, "a", "invalid", "bad")
+	steps := []struct {
+		name      string
+		before    func(t *testing.T) // on the stream, before the response
+		resources []*anypb.Any
+		decodes   int64           // decoder calls the response makes
+		changed   []string        // watchers told of a change
+		ambient   map[string]bool // watchers told of an ambient error: set (true) or cleared
+		nacked    bool
+	}{
+		{name: "first", resources: []*anypb.Any{a1, b1, c1}, decodes: 3, changed: []string{"a", "b", "c"}},
+		{name: "one changed, same order", resources: []*anypb.Any{a1, b2, c1}, decodes: 1, changed: []string{"b"}},
+		{name: "reordered", resources: []*anypb.Any{c1, a1, b2}},
+		{name: "same order again", resources: []*anypb.Any{c1, a1, b2}},
+		{name: "invalid at an index", resources: []*anypb.Any{c1, aBad, b2}, decodes: 1, ambient: map[string]bool{"a": true}, nacked: true},
+		{name: "valid again at that index", resources: []*anypb.Any{c1, a1, b2}, ambient: map[string]bool{"a": false}},
+		{
+			name: "removed and watched again",
+			before: func(t *testing.T) {
+				cancels["c"]()
+				recvNames(t, st, thing, "a", "b")
+				watchers["c"], cancels["c"] = f.watch(thing, "c")
+				recvNames(t, st, thing, "a", "b", "c")
+			},
+			resources: []*anypb.Any{c1, a1, b2}, decodes: 1, changed: []string{"c"},
+		},
+	}
+	for i, step := range steps {
+		version := strconv.Itoa(i + 1)
+		if step.before != nil {
+			step.before(t)
+		}
+		before := decodes.Load()
+		nonce := st.SendT(t, resp(thing, version, step.resources...))
+		ack := recvNames(t, st, thing, "a", "b", "c")
+		if ack.GetResponseNonce() != nonce || (ack.GetErrorDetail() != nil) != step.nacked {
+			t.Fatalf("%s: request %v after the response, want nonce %s, NACK %v", step.name, ack, nonce, step.nacked)
+		}
+		for _, name := range step.changed {
+			if ev := watchers[name].NextChanged(t); ev.Err != nil {
+				t.Fatalf("%s: %s changed with error %v", step.name, name, ev.Err)
+			}
+		}
+		for name, set := range step.ambient {
+			if ev := watchers[name].NextAmbient(t); (ev.Err != nil) != set {
+				t.Fatalf("%s: ambient error of %s is %v, want set %v", step.name, name, ev.Err, set)
+			}
+		}
+		for name, w := range watchers {
+			w.ExpectNone(t, 10*time.Millisecond)
+			wantVersion := version
+			if step.nacked && name == "a" {
+				wantVersion = strconv.Itoa(i) // a NACKed resource keeps its last good version
+			}
+			if got := f.eng.ResourceStatus(thing, name).GetVersionInfo(); got != wantVersion {
+				t.Fatalf("%s: %s has version %q, want %q", step.name, name, got, wantVersion)
+			}
+		}
+		if got := decodes.Load() - before; got != step.decodes {
+			t.Fatalf("%s: decoder called %d times, want %d", step.name, got, step.decodes)
+		}
+	}
+}
+
 // TestNewWatcherSeesCachedThenAmbient (A88): a second watcher gets the
 // cached resource and then the ambient error, in that order.
 func TestNewWatcherSeesCachedThenAmbient(t *testing.T) {

@@ -25,6 +25,20 @@ func (c *channel) ApplyResourcesLocked(r *wire.Response, part []wire.Resource, g
 	typeURL := r.Type.TypeURL
 	for i := range part {
 		res := &part[i]
+		if res.Unchanged {
+			// StillHeldLocked vouched for it in this critical section or
+			// an earlier one of the same response, during which nothing
+			// but this response's parts can have applied anything from
+			// this server; what else could have changed the entry (an
+			// error, a drop, a removal) shows, and is checked again.
+			if en := res.Held.(*entry); c.stillHoldsLocked(en, res.Raw) {
+				en.version, en.updated = r.Version, r.Received
+				continue
+			}
+			// Applied as any resource whose value the cache supplied.
+			// Raw is the bytes the entry held, which nobody modifies.
+			res.Unchanged, res.Held = false, nil
+		}
 		_, en := e.lookupEntryLocked(typeURL, res.Key)
 		if en == nil {
 			c.applyMemberLocked(typeURL, res.Key, res.Value, res.Version, res.Err)
@@ -40,7 +54,28 @@ func (c *channel) ApplyResourcesLocked(r *wire.Response, part []wire.Resource, g
 			version = res.Version // incremental: the resource's own
 		}
 		e.onValidLocked(en, res.Value, res.Raw, res.Hash, res.Wrapper, version, r.Received, c, gate)
+		if c.stillHoldsLocked(en, en.raw) {
+			res.Held, res.Raw = en, en.raw
+		}
 	}
+}
+
+// StillHeldLocked: see wire.Host.
+func (c *channel) StillHeldLocked(held any, heldRaw []byte) (name, key string, value registry.Resource, ok bool) {
+	en, _ := held.(*entry)
+	if en == nil || !c.stillHoldsLocked(en, heldRaw) {
+		return "", "", nil, false
+	}
+	return en.name, en.name, en.value, true
+}
+
+// stillHoldsLocked reports whether en holds exactly the bytes raw (the
+// same array, not only equal bytes) as an accepted value from c, with no
+// error or ambient error: re-sent unchanged, it only takes the new
+// version. A removed or dropped entry holds no bytes.
+func (c *channel) stillHoldsLocked(en *entry, raw []byte) bool {
+	return en.value != nil && en.source == c && en.state == StateACKed && en.err == nil && en.ambient == nil &&
+		en.wrapper == "" && len(raw) > 0 && len(en.raw) == len(raw) && &en.raw[0] == &raw[0]
 }
 
 // FinishLocked completes a response once its resources are applied: TP3

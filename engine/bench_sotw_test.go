@@ -253,7 +253,9 @@ func envelopeNsPerOp(tb testing.TB, b []byte) float64 {
 // x-raw is the time per response over proto.Unmarshal of the same bytes
 // (response and every resource), x-envelope over unmarshalling the
 // response envelope alone, both measured in the same run; ns/resource is
-// the time per cluster in the response.
+// the time per cluster in the response. The -cpu ratios put the process's
+// CPU time per response (every goroutine: the engine's, the harness's,
+// the garbage collector's) over the same single-threaded baselines.
 func BenchmarkSotWClusters(b *testing.B) {
 	for _, tc := range []struct {
 		name       string
@@ -288,13 +290,20 @@ func BenchmarkSotWClusters(b *testing.B) {
 			b.SetBytes(int64(len(versions[0])))
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu0, cpuOK := processCPU()
 			for i := 1; i <= b.N; i++ {
 				respond(i, tc.changed)
 			}
+			cpu1, _ := processCPU()
 			b.StopTimer()
 			perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 			b.ReportMetric(perOp/raw, "x-raw")
 			b.ReportMetric(perOp/envelope, "x-envelope")
+			if cpuOK {
+				cpuPerOp := float64((cpu1 - cpu0).Nanoseconds()) / float64(b.N)
+				b.ReportMetric(cpuPerOp/raw, "x-raw-cpu")
+				b.ReportMetric(cpuPerOp/envelope, "x-envelope-cpu")
+			}
 			b.ReportMetric(perOp/float64(tc.n), "ns/resource")
 			if got, want := c.delivered.Load(), int64(tc.n+b.N*tc.changed); got != want {
 				b.Fatalf("%d deliveries, want %d", got, want)

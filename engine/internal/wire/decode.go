@@ -33,10 +33,17 @@ type candidate = Resource
 // It returns what the host applies and the failures the NACK lists.
 func (s *stream) decode(typ registry.ResourceType, env envelope) (*Response, *tally) {
 	cands := make([]candidate, len(env.resources))
+	prev := s.prev[typ.TypeURL]
 	for i, res := range env.resources {
 		c := &cands[i]
 		c.Wrapper, c.Raw, c.Err = unwrapResource(typ, res)
-		c.name = c.Wrapper
+		c.name, c.index = c.Wrapper, int32(i)
+		// A SotW server re-sends every unchanged resource, in the same
+		// order as a rule: the same bytes at the same index are the
+		// resource held since the last response, if the host confirms.
+		if i < len(prev) && prev[i].held != nil && c.Err == nil && c.Wrapper == "" && bytes.Equal(prev[i].raw, c.Raw) {
+			c.Held, c.Raw = prev[i].held, prev[i].raw
+		}
 	}
 	r, t := s.decodeCandidates(typ, cands, env.errors, 0)
 	r.Version = env.version
@@ -157,8 +164,8 @@ func unwrapResource(typ registry.ResourceType, res rawAny) (wrapperName string, 
 // the same bytes and wrapper name, and the validator saw the same server.
 func (s *stream) reuseCached(typeURL string, cands []candidate) {
 	for i := range cands {
-		if cands[i].Err == nil && cands[i].Wrapper == "" {
-			cands[i].Hash = maphash.Bytes(s.cfg.HashSeed, cands[i].Raw)
+		if c := &cands[i]; c.Err == nil && c.Wrapper == "" && c.Held == nil {
+			c.Hash = maphash.Bytes(s.cfg.HashSeed, c.Raw)
 		}
 	}
 	// In parts, as responses are applied, so that Watch calls do not
@@ -175,6 +182,15 @@ func (s *stream) reuseCached(typeURL string, cands []candidate) {
 			c := &part[i]
 			if c.Err != nil {
 				continue
+			}
+			if c.Held != nil {
+				name, key, value, ok := s.host.StillHeldLocked(c.Held, c.Raw)
+				if ok {
+					c.name, c.Key, c.Value, c.Unchanged = name, key, value, true
+					continue
+				}
+				c.Held = nil
+				c.Hash = maphash.Bytes(s.cfg.HashSeed, c.Raw)
 			}
 			if name, value, ok := s.host.CachedLocked(typeURL, c.Wrapper, c.Hash, c.Raw); ok {
 				c.name, c.Value = name, value
@@ -213,11 +229,14 @@ func (s *stream) checkResource(r *Response, t *tally, i int, c *candidate) {
 		t.fail("resource index %d: %v", i, c.Err)
 		return
 	}
-	key, err := s.host.ResolveName(r.Type.TypeURL, c.name)
-	if err != nil {
-		// Not a name anyone can watch, so not one of the cached ones.
-		t.fail("resource index %d, name %s: %v", i, QuoteName(c.name), err)
-		return
+	key := c.Key // known for an unchanged resource
+	if !c.Unchanged {
+		var err error
+		if key, err = s.host.ResolveName(r.Type.TypeURL, c.name); err != nil {
+			// Not a name anyone can watch, so not one of the cached ones.
+			t.fail("resource index %d, name %s: %v", i, QuoteName(c.name), err)
+			return
+		}
 	}
 	if r.Named[key] {
 		// The first one counts; a second could only contradict it.

@@ -139,6 +139,9 @@ func (s *stream) applyLocked(nonce string, r *Response, t *tally, gate *Gate) bo
 		}
 	}
 	st.applying = false
+	if !s.delta {
+		s.rememberLocked(typeURL, r)
+	}
 	for _, re := range r.Errors {
 		s.settleLocked(typeURL, re.Key)
 	}
@@ -151,6 +154,35 @@ func (s *stream) applyLocked(nonce string, r *Response, t *tally, gate *Gate) bo
 	}
 	s.markDirtyLocked(typeURL)
 	return true
+}
+
+// heldResource is what the host holds of one resource of a response:
+// see Resource.Held.
+type heldResource struct {
+	raw  []byte
+	held any
+}
+
+// rememberLocked keeps, by index, what the host holds of a SotW
+// response's resources, for the next response of the type to be compared
+// with (decode). Only the receiving goroutine uses it.
+func (s *stream) rememberLocked(typeURL string, r *Response) {
+	n := 0
+	for i := range r.Resources {
+		n = max(n, int(r.Resources[i].index)+1)
+	}
+	prev := s.prev[typeURL]
+	if cap(prev) < n {
+		prev = make([]heldResource, n)
+	}
+	prev = prev[:n]
+	clear(prev)
+	for i := range r.Resources {
+		if res := &r.Resources[i]; res.Held != nil {
+			prev[res.index] = heldResource{raw: res.Raw, held: res.Held}
+		}
+	}
+	s.prev[typeURL] = prev
 }
 
 // yieldToCallers lets the calls waiting for the lock take it before the

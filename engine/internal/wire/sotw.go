@@ -37,6 +37,11 @@ type stream struct {
 	builtAt    uint64 // only the send loop touches it
 
 	holds holds
+
+	// prev is what the host held of each resource of the last response
+	// of each type, by index (rememberLocked). Only the receiving
+	// goroutine touches it.
+	prev map[string][]heldResource
 }
 
 // streamType is a stream's state for one resource type.
@@ -67,7 +72,8 @@ type freshSub struct {
 func NewSotW(cfg Config) Stream {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &stream{cfg: cfg, host: cfg.Host, ctx: ctx, cancel: cancel,
-		types: make(map[string]*streamType), dirty: make(map[string]bool), wake: make(chan struct{}, 1)}
+		types: make(map[string]*streamType), dirty: make(map[string]bool), wake: make(chan struct{}, 1),
+		prev: make(map[string][]heldResource)}
 }
 
 func (s *stream) Start() {

@@ -73,6 +73,14 @@ type Host interface {
 	// stream's initial_resource_versions: what the server need not send
 	// again.
 	ResourceVersionsLocked(typeURL string) map[string]string
+	// StillHeldLocked reports whether held, which ApplyResourcesLocked
+	// gave a resource of an earlier response (Resource.Held), still holds
+	// exactly the bytes heldRaw it gave with it (Resource.Raw): valid,
+	// accepted, from this server, with no error pending. If so, it
+	// returns the resource's name, key and value: a resource sent again
+	// with those bytes at the same index is applied by updating its
+	// version only (Resource.Unchanged).
+	StillHeldLocked(held any, heldRaw []byte) (name, key string, value registry.Resource, ok bool)
 	// CachedLocked returns the value cached from this server that was
 	// decoded from exactly raw, sent in a wrapper of that name (or in
 	// none), so that decoding it again is skipped. hash is raw's under
@@ -181,8 +189,21 @@ type Resource struct {
 	// "" in a SotW one.
 	Version string
 	Err     error // why it is invalid
+	// Held is set by the host's ApplyResourcesLocked when it holds the
+	// resource's value afterwards: a handle on where. It then also sets
+	// Raw to the bytes it holds, equal to those sent, which nobody
+	// modifies. The stream gives both back to StillHeldLocked when the
+	// next response repeats the bytes at the same index, as SotW
+	// responses do with every unchanged resource.
+	Held any
+	// Unchanged says that the host still holds exactly this resource, as
+	// Held: its bytes are those at the same index of the stream's last
+	// response of the type, and StillHeldLocked vouched for them. The
+	// host applies it by updating its version.
+	Unchanged bool
 
-	name string // as sent, during stage 1; "" when it could not be learned
+	index int32  // in the response
+	name  string // as sent, during stage 1; "" when it could not be learned
 }
 
 // ResourceError is one xRFC TP3 entry.

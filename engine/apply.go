@@ -103,6 +103,9 @@ func (c *channel) FinishLocked(r *wire.Response, gate *wire.Gate) {
 		c.deliverGlobsLocked(r.Version, r.Received, gate)
 	}
 	c.e.metrics.resourceUpdates(c, r.Type, r.Valid, r.Invalid)
+	// The response's notices are all made: let the gate, and the notices
+	// already run, go.
+	c.e.noticeGate, c.e.notices = nil, nil
 }
 
 // applyResourceErrorLocked applies an xRFC TP3 entry. NOT_FOUND and

@@ -115,7 +115,7 @@ func (e *Engine) deliverCurrentLocked(h *watch) {
 	case en.value != nil:
 		e.scheduleLocked(&notice{h: h, u: e.updateLocked(en, en.value, nil)}, nil)
 		if amb := en.ambient; amb != nil {
-			e.scheduleLocked(&notice{h: h, ambient: amb, isAmbient: true}, nil)
+			e.scheduleLocked(&notice{h: h, u: Update{Err: amb}, isAmbient: true}, nil)
 		}
 	case en.err != nil:
 		e.scheduleLocked(&notice{h: h, u: e.updateLocked(en, nil, en.err)}, nil)
@@ -186,16 +186,22 @@ func (e *Engine) removeEntryLocked(en *entry) {
 }
 
 // notice is one watcher callback, scheduled under the engine's lock and
-// run on the serializer: a change (u) or an ambient error. It is one
-// object holding what the callback needs and its hold on the response's
-// gate, since a large response schedules one per resource.
+// run on the serializer: a change (u), or an ambient error (u.Err, with
+// isAmbient). It is one object holding what the callback needs and its
+// hold on the response's gate, since a large response schedules one per
+// resource.
 type notice struct {
 	h         *watch
 	u         Update
-	ambient   error
 	isAmbient bool
 	hold      wire.Hold
 	done      func()
+}
+
+// About is what the notice is about, for a report of slow watchers. An
+// entry's type and name never change.
+func (n *notice) About() wire.Pending {
+	return wire.Pending{TypeURL: n.h.entry.typ.TypeURL, Name: n.h.entry.name}
 }
 
 func noDone() {}
@@ -205,7 +211,7 @@ func (n *notice) Run() {
 	case n.h.canceled.Load():
 		n.done()
 	case n.isAmbient:
-		n.h.w.OnAmbientError(n.ambient, n.done)
+		n.h.w.OnAmbientError(n.u.Err, n.done)
 	default:
 		deliverChange(n.h.w, n.u, n.done)
 	}
@@ -216,7 +222,7 @@ func (n *notice) Run() {
 func (e *Engine) scheduleLocked(n *notice, gate *wire.Gate) {
 	n.done = noDone
 	if gate != nil {
-		gate.Hold(&n.hold, wire.Pending{TypeURL: n.h.entry.typ.TypeURL, Name: n.h.entry.name})
+		gate.Hold(&n.hold, n)
 		n.done = n.hold.Release
 	}
 	if !e.ser.ScheduleJob(n) {
@@ -239,7 +245,7 @@ func (e *Engine) notifyChangedLocked(en *entry, r registry.Resource, err error, 
 func (e *Engine) notifyAmbientLocked(en *entry, err error, gate *wire.Gate) {
 	for _, h := range en.watchers {
 		n := e.newNoticeLocked(gate)
-		n.h, n.ambient, n.isAmbient = h, err, true
+		n.h, n.u.Err, n.isAmbient = h, err, true
 		e.scheduleLocked(n, gate)
 	}
 }

@@ -34,7 +34,7 @@ echo
 		return (k % 2) ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
 	}
 	END {
-		cols = "ns/op x-raw x-envelope ns/resource requests/op B/cluster p50-ns p99-ns delta-ns sotw-ns x-sotw-cpu x-sotw-bytes B/op allocs/op"
+		cols = "ns/op x-raw x-raw-cpu x-envelope x-envelope-cpu ns/resource requests/op B/cluster p50-ns p99-ns delta-ns sotw-ns x-sotw-cpu x-sotw-bytes B/op allocs/op"
 		ncol = split(cols, col, " ")
 		header = "| benchmark |"; sep = "|---|"
 		for (c = 1; c <= ncol; c++) { header = header " " col[c] " |"; sep = sep "---:|" }

@@ -29,9 +29,17 @@ type Gate struct {
 // notification, so that holding costs no allocation of its own.
 type Hold struct {
 	gate   *Gate
-	about  Pending
+	about  Abouter
 	called atomic.Bool
 }
+
+// Abouter says what a notification is about. It is asked only when
+// notifications hold reads too long, so the notification itself can
+// answer, rather than carry the names.
+type Abouter interface{ About() Pending }
+
+// About makes a Pending its own Abouter.
+func (p Pending) About() Pending { return p }
 
 // Release is the done callback: safe to call more than once, it counts
 // only the first call.
@@ -52,7 +60,7 @@ func NewGate(clock Clock) *Gate {
 
 // Hold registers h, a notification about a resource; h.Release is its
 // done. Call it with the engine's lock held, before the gate is armed.
-func (g *Gate) Hold(h *Hold, about Pending) {
+func (g *Gate) Hold(h *Hold, about Abouter) {
 	g.pending.Add(1)
 	h.gate, h.about = g, about
 	g.notes = append(g.notes, h)
@@ -99,9 +107,9 @@ func (g *Gate) outstanding() ([]Pending, int) {
 			continue
 		}
 		n++
-		if !seen[p.about] {
-			seen[p.about] = true
-			out = append(out, p.about)
+		if about := p.about.About(); !seen[about] {
+			seen[about] = true
+			out = append(out, about)
 		}
 	}
 	return out, n

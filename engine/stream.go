@@ -93,24 +93,23 @@ func (c *channel) mergeTouchedLocked(typeURL string, sn *subscribedNames) []stri
 			member[i] = true
 		}
 	}
+	// The untouched runs of the old list are found by binary search and
+	// copied whole: k log n comparisons rather than n.
 	old := sn.names
 	out := make([]string, 0, len(old)+len(touched))
-	i, j := 0, 0
-	for i < len(old) || j < len(touched) {
-		switch {
-		case j == len(touched) || (i < len(old) && old[i] < touched[j]):
-			out = append(out, old[i])
+	i := 0
+	for j, key := range touched {
+		pos, found := slices.BinarySearch(old[i:], key)
+		out = append(out, old[i:i+pos]...)
+		i += pos
+		if found {
 			i++
-		default:
-			if i < len(old) && old[i] == touched[j] {
-				i++
-			}
-			if member[j] {
-				out = append(out, touched[j])
-			}
-			j++
+		}
+		if member[j] {
+			out = append(out, key)
 		}
 	}
+	out = append(out, old[i:]...)
 	for _, en := range gone {
 		c.e.removeEntryLocked(en)
 	}

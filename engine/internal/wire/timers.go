@@ -62,19 +62,21 @@ func (s *stream) trackSubscriptionsLocked(st *streamType, names []string) {
 }
 
 // diffSorted calls removed for each name of old not in cur, and added for
-// each name of cur not in old. Both are sorted.
+// each name of cur not in old. Both are sorted. Equality is tested first:
+// the host builds a new list from the old one's strings, and strings that
+// share their bytes compare equal without reading them.
 func diffSorted(old, cur []string, removed, added func(string)) {
 	i, j := 0, 0
 	for i < len(old) || j < len(cur) {
 		switch {
+		case i < len(old) && j < len(cur) && old[i] == cur[j]:
+			i++
+			j++
 		case j == len(cur) || (i < len(old) && old[i] < cur[j]):
 			removed(old[i])
 			i++
-		case i == len(old) || cur[j] < old[i]:
-			added(cur[j])
-			j++
 		default:
-			i++
+			added(cur[j])
 			j++
 		}
 	}

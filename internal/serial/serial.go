@@ -13,10 +13,10 @@ import (
 // is unbounded, so the engine can schedule while holding its lock and the
 // order watchers see is the order the engine decided in.
 type Serializer struct {
-	mu      sync.Mutex
-	queue   []Job
-	wake    chan struct{}
-	closed  bool
+	mu     sync.Mutex
+	queue  []Job
+	wake   chan struct{}
+	closed bool
 	// dropped: Close dropped the queue, including the batch being run.
 	dropped atomic.Bool
 	stopped chan struct{}

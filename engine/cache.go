@@ -154,7 +154,7 @@ func (e *Engine) setRawLocked(en *entry, raw []byte, hash uint64, wrapper string
 			delete(e.byContent, k)
 		}
 	}
-	en.raw, en.wrapper = raw, wrapper
+	en.raw, en.wrapper, en.rawHash = raw, wrapper, 0
 	if raw != nil && wrapper == "" {
 		if hash == 0 {
 			hash = maphash.Bytes(e.hashSeed, raw)
@@ -173,7 +173,10 @@ func (e *Engine) dropValueLocked(en *entry) {
 // onValidLocked stores a valid resource and tells the watchers: the new
 // resource when it changed, or a cleared ambient error when it did not.
 func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, hash uint64, wrapper string, version string, received time.Time, c *channel, gate *wire.Gate) {
-	sameBytes := bytes.Equal(en.raw, raw)
+	// Hashes under one seed that differ rule out equal bytes, without
+	// reading the old ones (a cache miss, in a large cache).
+	knownDifferent := hash != 0 && en.rawHash != 0 && wrapper == "" && en.wrapper == "" && hash != en.rawHash
+	sameBytes := !knownDifferent && bytes.Equal(en.raw, raw)
 	identical := en.value != nil && (sameBytes || resourcesEqual(en.value, value))
 	en.version = version
 	en.updated = received

@@ -124,8 +124,10 @@ func (s *stream) applyLocked(nonce string, r *Response, t *tally, gate *Gate) bo
 		rest = rest[len(part):]
 		// A timer that fires while the parts are applied waits for the
 		// response's gate (holds), so settling part by part is in time.
-		for _, res := range part {
-			s.settleLocked(typeURL, res.Key)
+		if st.unsettled > 0 {
+			for _, res := range part {
+				s.settleLocked(typeURL, res.Key)
+			}
 		}
 		s.host.ApplyResourcesLocked(r, part, gate)
 		if len(rest) == 0 {

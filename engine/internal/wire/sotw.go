@@ -51,6 +51,9 @@ type streamType struct {
 	// subs are the names of the last request written, with their
 	// does-not-exist timers.
 	subs map[string]*subscription
+	// unsettled counts the subs whose timer may still run: with none, a
+	// response has no timer to stop, and skips the lookups.
+	unsettled int
 	// last is what the last written request said, to skip exact repeats.
 	last    []string
 	lastVer string

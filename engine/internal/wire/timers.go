@@ -10,6 +10,7 @@ import (
 // from the first write of the name on this stream until the resource (or
 // a TP3 error for it) arrives, and only if nothing is cached (A57, A88).
 type subscription struct {
+	owner     *streamType
 	timerStop func() bool
 	settled   bool // seen, expired or cached when first written
 	// The timer ran from start for timeout, plus the time the stream was
@@ -54,8 +55,9 @@ func (s *stream) trackSubscriptionsLocked(st *streamType, names []string) {
 		}
 	}, func(name string) {
 		if _, ok := st.subs[name]; !ok {
-			sub := &subscription{}
+			sub := &subscription{owner: st}
 			st.subs[name] = sub
+			st.unsettled++
 			st.fresh = append(st.fresh, freshSub{name, sub})
 		}
 	})
@@ -99,7 +101,7 @@ func (s *stream) onWrittenLocked(typeURL string) {
 		}
 		timeout, ok := s.host.TimerLocked(typeURL, name)
 		if !ok {
-			sub.settled = true
+			sub.markSettled()
 			continue
 		}
 		sub.start, sub.timeout, sub.heldAtStart = s.cfg.Clock.Now(), timeout, s.heldLocked()
@@ -130,7 +132,7 @@ func (s *stream) expireOrExtendLocked(typeURL, name string, sub *subscription) {
 		sub.timerStop = s.cfg.Clock.AfterFunc(left, func() { s.onTimer(typeURL, name, sub) })
 		return
 	}
-	sub.settled = true
+	sub.markSettled()
 	s.host.TimeoutLocked(typeURL, name)
 }
 
@@ -194,9 +196,18 @@ func (s *stream) settleLocked(typeURL, name string) {
 
 // stopLocked settles the subscription: its timer will not fire.
 func (sub *subscription) stopLocked() {
-	sub.settled = true
+	sub.markSettled()
 	if sub.timerStop != nil {
 		sub.timerStop()
 		sub.timerStop = nil
+	}
+}
+
+// markSettled settles the subscription, keeping its type's count of
+// unsettled ones.
+func (sub *subscription) markSettled() {
+	if !sub.settled {
+		sub.settled = true
+		sub.owner.unsettled--
 	}
 }

@@ -13,9 +13,9 @@ bin="$(mktemp)"
 trap 'rm -f "$bin"' EXIT
 go test -c -o "$bin" ./engine
 echo "machine: $(go env GOOS)/$(go env GOARCH), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ //'), $(go version | cut -d' ' -f3)"
-echo "command: $0 (go test -bench 'BenchmarkSotW|BenchmarkDelta|BenchmarkEngineEDSResponse' -benchmem, median of $count)"
+echo "command: $0 (go test -bench 'BenchmarkSotW|BenchmarkDelta|BenchmarkEngineEDSResponse|BenchmarkGRPCClusters' -benchmem, median of $count)"
 echo
-"$bin" -test.run '^$' -test.bench 'BenchmarkSotW|BenchmarkDelta|BenchmarkEngineEDSResponse' -test.benchmem -test.count "$count" -test.benchtime 20x |
+"$bin" -test.run '^$' -test.bench 'BenchmarkSotW|BenchmarkDelta|BenchmarkEngineEDSResponse|BenchmarkGRPCClusters' -test.benchmem -test.count "$count" -test.benchtime 20x |
 	awk '
 	/^Benchmark/ {
 		name = $1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)

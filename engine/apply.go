@@ -26,11 +26,10 @@ func (c *channel) ApplyResourcesLocked(r *wire.Response, part []wire.Resource, g
 	for i := range part {
 		res := &part[i]
 		if res.Unchanged {
-			// StillHeldLocked vouched for it in this critical section or
-			// an earlier one of the same response, during which nothing
-			// but this response's parts can have applied anything from
-			// this server; what else could have changed the entry (an
-			// error, a drop, a removal) shows, and is checked again.
+			// StillHeldLocked vouched for it in stage 1, and the lock has
+			// been released since: whatever changed the entry meanwhile
+			// (an error, a drop, a removal, another server's value) shows
+			// in it, so the check is made again.
 			if en := res.Held.(*entry); c.stillHoldsLocked(en, res.Raw) {
 				en.version, en.updated = r.Version, r.Received
 				continue

@@ -32,7 +32,7 @@ type candidate = Resource
 // resources.
 // It returns what the host applies and the failures the NACK lists.
 func (s *stream) decode(typ registry.ResourceType, env envelope) (*Response, *tally) {
-	cands := make([]candidate, len(env.resources))
+	cands := s.scratch.candidates(len(env.resources))
 	prev := s.prev[typ.TypeURL]
 	for i, res := range env.resources {
 		c := &cands[i]
@@ -58,7 +58,7 @@ func (s *stream) decodeCandidates(typ registry.ResourceType, cands []candidate, 
 	s.decodeAll(typ, cands)
 
 	n := len(cands) + len(errs) + extra
-	r := &Response{Type: typ, Named: make(map[string]bool, n), Complete: true}
+	r := &Response{Type: typ, Named: s.scratch.namedMap(n), Complete: true}
 	t := &tally{}
 	r.Resources = cands[:0]
 	for i := range cands {
@@ -288,4 +288,65 @@ func (s *stream) checkResourceError(r *Response, t *tally, i int, re *discoveryp
 	t.invalid++
 	msg := strings.ToValidUTF8(re.GetErrorDetail().GetMessage(), "\uFFFD")
 	r.Errors = append(r.Errors, ResourceError{Key: key, Code: uint32(code), Message: msg})
+}
+
+// maxScratch bounds the responses, in resources, whose working memory a
+// stream keeps for the next: a response of 1,000 resources needs some
+// 250 KB of it, which is then not allocated again for every response,
+// while the memory kept for a stream stays bounded (about 2 MB).
+const maxScratch = 8192
+
+// scratch is a stream's working memory for one response at a time: the
+// envelope's resources, the candidates and the Named map. Only the
+// receiving goroutine uses it, and what the host keeps of a response
+// (values, bytes, keys) is copied out of it, not referenced.
+type scratch struct {
+	envelope []rawAny
+	cands    []candidate
+	used     int // candidates handed out for the response under way
+	named    map[string]bool
+}
+
+// candidates returns n zeroed candidates, from the kept array when it is
+// large enough.
+func (sc *scratch) candidates(n int) []candidate {
+	if n > maxScratch {
+		sc.used = 0
+		return make([]candidate, n)
+	}
+	if cap(sc.cands) < n {
+		sc.cands = make([]candidate, n, max(n, 64))
+	}
+	sc.used = n
+	return sc.cands[:n]
+}
+
+// namedMap returns an empty map for a response's Named, the kept one when
+// the response is small enough to keep.
+func (sc *scratch) namedMap(n int) map[string]bool {
+	if n > maxScratch {
+		return make(map[string]bool, n)
+	}
+	if sc.named == nil {
+		sc.named = make(map[string]bool, n)
+	}
+	return sc.named
+}
+
+// keepEnvelope keeps the array of an envelope's resources for the next
+// one, without the slices of the response it held.
+func (sc *scratch) keepEnvelope(resources []rawAny) {
+	if cap(resources) > maxScratch {
+		return
+	}
+	clear(resources)
+	sc.envelope = resources[:0]
+}
+
+// release is called once a response is applied (or dropped): what its
+// candidates and Named map referenced may go.
+func (sc *scratch) release() {
+	clear(sc.cands[:sc.used])
+	sc.used = 0
+	clear(sc.named)
 }

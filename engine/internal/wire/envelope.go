@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"slices"
 	"unicode/utf8"
 
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -36,8 +37,11 @@ var errEnvelope = errors.New("not a DiscoveryResponse")
 // is an unknown field, the last of repeated scalars wins, and the two
 // small messages (control_plane, resource_errors) are read by
 // proto.Unmarshal itself.
-func parseEnvelope(b []byte) (envelope, error) {
-	e := envelope{resources: make([]rawAny, 0, countResources(b))}
+//
+// The resources are appended to dst[:0], whose array is reused when it is
+// large enough.
+func parseEnvelope(b []byte, dst []rawAny) (envelope, error) {
+	e := envelope{resources: slices.Grow(dst[:0], countResources(b))}
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 || !num.IsValid() {

@@ -39,7 +39,7 @@ func envelopeSeeds(f *testing.F) {
 func FuzzEnvelope(f *testing.F) {
 	envelopeSeeds(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		env, err := parseEnvelope(b)
+		env, err := parseEnvelope(b, nil)
 		var resp discoverypb.DiscoveryResponse
 		perr := proto.Unmarshal(b, &resp)
 		if (err == nil) != (perr == nil) {
@@ -71,7 +71,7 @@ func FuzzEnvelope(f *testing.F) {
 // response's own bytes, not copies.
 func TestEnvelopeAliases(t *testing.T) {
 	b, _ := proto.Marshal(&discoverypb.DiscoveryResponse{Resources: []*anypb.Any{{TypeUrl: "t", Value: []byte("value")}}})
-	env, err := parseEnvelope(b)
+	env, err := parseEnvelope(b, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,6 +55,7 @@ func (s *stream) handle(b []byte, gate *Gate) bool {
 		in = s.readSotW(b)
 	}
 	perr, known, decoded, t := in.err, in.known, in.decoded, in.tally
+	defer s.scratch.release()
 	s.cfg.Lock.Lock()
 	defer s.cfg.Lock.Unlock()
 	if s.ended {
@@ -85,7 +86,7 @@ type incoming struct {
 
 // readSotW parses and decodes a DiscoveryResponse.
 func (s *stream) readSotW(b []byte) incoming {
-	env, err := parseEnvelope(b)
+	env, err := parseEnvelope(b, s.scratch.envelope)
 	if err != nil {
 		// proto.Unmarshal says why, in the words NACKs have always used.
 		resp := &discoverypb.DiscoveryResponse{}
@@ -104,6 +105,7 @@ func (s *stream) readSotW(b []byte) incoming {
 		in.decoded, in.tally = s.decode(typ, env)
 		in.decoded.Received = received
 	}
+	s.scratch.keepEnvelope(env.resources)
 	return in
 }
 

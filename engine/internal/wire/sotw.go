@@ -42,6 +42,8 @@ type stream struct {
 	// of each type, by index (rememberLocked). Only the receiving
 	// goroutine touches it.
 	prev map[string][]heldResource
+	// scratch is the receiving goroutine's working memory.
+	scratch scratch
 }
 
 // streamType is a stream's state for one resource type.

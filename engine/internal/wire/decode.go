@@ -238,12 +238,11 @@ func (s *stream) checkResource(r *Response, t *tally, i int, c *candidate) {
 			return
 		}
 	}
-	if r.Named[key] {
+	if !addName(r.Named, key) {
 		// The first one counts; a second could only contradict it.
 		t.fail("resource index %d, name %s: duplicate resource name %s", i, QuoteName(c.name), QuoteName(c.name))
 		return
 	}
-	r.Named[key] = true
 	if c.Err != nil {
 		t.fail("resource index %d, name %s: %v", i, QuoteName(c.name), c.Err)
 	} else {
@@ -252,6 +251,14 @@ func (s *stream) checkResource(r *Response, t *tally, i int, c *candidate) {
 	c.Key = key
 	// In place: the write index never passes the read index.
 	r.Resources = append(r.Resources, *c)
+}
+
+// addName adds key to named and reports whether it was new: one hash of
+// the key, where a lookup and an insert would take two.
+func addName(named map[string]bool, key string) bool {
+	n := len(named)
+	named[key] = true
+	return len(named) > n
 }
 
 // checkResourceError adds entry i of an xRFC TP3 resource_errors list to
@@ -280,11 +287,10 @@ func (s *stream) checkResourceError(r *Response, t *tally, i int, re *discoveryp
 		t.fail("resource_errors index %d, name %s: cannot parse xDS resource name: %v", i, QuoteName(name), err)
 		return
 	}
-	if r.Named[key] {
+	if !addName(r.Named, key) {
 		t.fail("resource_errors index %d, name %s: duplicate resource name %s", i, QuoteName(name), QuoteName(name))
 		return
 	}
-	r.Named[key] = true
 	t.invalid++
 	msg := strings.ToValidUTF8(re.GetErrorDetail().GetMessage(), "\uFFFD")
 	r.Errors = append(r.Errors, ResourceError{Key: key, Code: uint32(code), Message: msg})

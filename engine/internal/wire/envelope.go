@@ -41,7 +41,12 @@ var errEnvelope = errors.New("not a DiscoveryResponse")
 // The resources are appended to dst[:0], whose array is reused when it is
 // large enough.
 func parseEnvelope(b []byte, dst []rawAny) (envelope, error) {
-	e := envelope{resources: slices.Grow(dst[:0], countResources(b))}
+	e := envelope{resources: dst[:0]}
+	if cap(dst) == 0 {
+		// A first response: sized once. A stream's next ones reuse the
+		// array, which append grows if need be.
+		e.resources = slices.Grow(e.resources, countResources(b))
+	}
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 || !num.IsValid() {

@@ -180,11 +180,20 @@ func (s *stream) rememberLocked(typeURL string, r *Response) {
 		prev = make([]heldResource, n)
 	}
 	prev = prev[:n]
-	clear(prev)
+	// One pass over both: the resources are in index order, and the
+	// indices they skip (resources that failed) hold nothing.
+	j := 0
 	for i := range r.Resources {
-		if res := &r.Resources[i]; res.Held != nil {
-			prev[res.index] = heldResource{raw: res.Raw, held: res.Held}
+		res := &r.Resources[i]
+		for ; j < int(res.index); j++ {
+			prev[j] = heldResource{}
 		}
+		if res.Held != nil {
+			prev[j] = heldResource{raw: res.Raw, held: res.Held}
+		} else {
+			prev[j] = heldResource{}
+		}
+		j++
 	}
 	s.prev[typeURL] = prev
 }

@@ -23,6 +23,9 @@ import (
 func (c *channel) ApplyResourcesLocked(r *wire.Response, part []wire.Resource, gate *wire.Gate) {
 	e := c.e
 	typeURL := r.Type.TypeURL
+	if c.applying != r {
+		c.applying, c.applyingShape, c.applyingCovered = r, e.shapeGen, 0
+	}
 	for i := range part {
 		res := &part[i]
 		if res.Unchanged {
@@ -32,6 +35,7 @@ func (c *channel) ApplyResourcesLocked(r *wire.Response, part []wire.Resource, g
 			// in it, so the check is made again.
 			if en := res.Held.(*entry); c.stillHoldsLocked(en, res.Raw) {
 				en.version, en.updated = r.Version, r.Received
+				c.coverLocked(en)
 				continue
 			}
 			// Applied as any resource whose value the cache supplied.
@@ -43,6 +47,7 @@ func (c *channel) ApplyResourcesLocked(r *wire.Response, part []wire.Resource, g
 			c.applyMemberLocked(typeURL, res.Key, res.Value, res.Version, res.Err)
 			continue
 		}
+		c.coverLocked(en)
 		if res.Err != nil {
 			nack := e.newError(KindNACK, codes.InvalidArgument, en, c, fmt.Errorf("invalid resource: %w", res.Err))
 			e.onDataErrorLocked(en, nack, features.ReasonNACK, r.Version, c, gate)
@@ -57,6 +62,32 @@ func (c *channel) ApplyResourcesLocked(r *wire.Response, part []wire.Resource, g
 			res.Held, res.Raw = en, en.raw
 		}
 	}
+}
+
+// coverLocked counts en as named by the response being applied, if it
+// belongs to an authority this channel serves.
+func (c *channel) coverLocked(en *entry) {
+	if en.auth.active() == c {
+		c.applyingCovered++
+	}
+}
+
+// namedAllLocked reports whether r, now applied, named every entry of its
+// type in the authorities this channel serves, so that it deletes
+// nothing. It is sure only if no entry came or went and no authority
+// changed servers since r began: each counted name is one entry, and
+// names are not repeated in a response.
+func (c *channel) namedAllLocked(r *wire.Response) bool {
+	if c.applying != r || c.applyingShape != c.e.shapeGen {
+		return false
+	}
+	total := 0
+	for a := range c.auths {
+		if a.active() == c {
+			total += len(a.resources[r.Type.TypeURL])
+		}
+	}
+	return c.applyingCovered == total
 }
 
 // StillHeldLocked: see wire.Host.
@@ -86,9 +117,10 @@ func (c *channel) FinishLocked(r *wire.Response, gate *wire.Gate) {
 	for _, re := range r.Errors {
 		c.applyResourceErrorLocked(typeURL, re, r.Version, gate)
 	}
-	if r.Type.AllResourcesRequiredInSotW && r.Complete {
+	if r.Type.AllResourcesRequiredInSotW && r.Complete && !c.namedAllLocked(r) {
 		c.applyDeletionsLocked(typeURL, r.Named, r.Version, gate)
 	}
+	c.applying = nil
 	for _, key := range r.Removed {
 		c.applyRemovalLocked(typeURL, key, r.Version, gate)
 	}
@@ -116,6 +148,7 @@ func (c *channel) applyResourceErrorLocked(typeURL string, re wire.ResourceError
 	if en == nil {
 		return
 	}
+	c.coverLocked(en)
 	code := codes.Code(re.Code)
 	err := e.newError(KindServerReported, code, en, c, fmt.Errorf("xDS server reported %s: %s", code, re.Message))
 	e.onDataErrorLocked(en, err, features.ReasonServerReported, version, c, gate)

@@ -45,6 +45,14 @@ type channel struct {
 	// failure; the connectivity errors of what it did not re-send are
 	// cleared after the response is applied.
 	reconnected bool
+	// applying is the response whose parts ApplyResourcesLocked is
+	// applying, with the engine's shapeGen when it began and how many of
+	// the entries of authorities this channel serves it has named so far:
+	// if it named them all and nothing changed meanwhile, it deletes
+	// nothing, and FinishLocked need not look.
+	applying        *wire.Response
+	applyingShape   uint64
+	applyingCovered int
 	// globsTouched are the glob collections the response being applied
 	// changed (glob.go).
 	globsTouched map[*entry]bool
@@ -213,6 +221,7 @@ func (c *channel) ReceivedLocked() {
 		}
 		lower := a.channels[i+1:]
 		a.channels = a.channels[:i+1]
+		c.e.shapeGen++
 		for _, l := range lower {
 			c.e.log.Info("xDS fallback ended: primary is back", "authority", a.displayName(), "server", c.server.URI, "released", l.server.URI)
 			l.releaseLocked(a)

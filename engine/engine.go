@@ -63,6 +63,10 @@ type Engine struct {
 	callers atomic.Int32
 	// notices is the rest of the chunk the notifications of the response
 	// held by noticeGate come from (newNoticeLocked). Guarded by mu.
+	// shapeGen counts the changes to which entries exist and to which
+	// server each authority uses (channel.applying).
+	shapeGen uint64
+
 	notices     []notice
 	noticeGate  *wire.Gate
 	noticeChunk int

@@ -58,6 +58,7 @@ func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) 
 	if created {
 		en = &entry{typ: typ, name: key, auth: a}
 		byName[key] = en
+		e.shapeGen++
 	}
 	wasOrphan := en.orphaned
 	en.orphaned = false
@@ -93,6 +94,7 @@ func (e *Engine) subscribeLocked(en *entry, isNew bool) {
 		c := e.channelLocked(a.servers[0])
 		c.auths[a] = struct{}{}
 		a.channels = append(a.channels, c)
+		e.shapeGen++
 	}
 	for _, c := range a.channels {
 		c.nameChangedLocked(en.typ.TypeURL, en.name)
@@ -172,6 +174,7 @@ func (e *Engine) removeEntryLocked(en *entry) {
 		return
 	}
 	delete(byName, en.name)
+	e.shapeGen++
 	if len(byName) == 0 {
 		delete(a.resources, en.typ.TypeURL)
 	}

@@ -197,6 +197,9 @@ func (s *stream) reuseCached(typeURL string, cands []candidate) {
 			}
 		}
 		s.cfg.Lock.Unlock()
+		if len(rest) > 0 {
+			s.yieldToCallers()
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"time"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -48,6 +49,7 @@ func (s *stream) recvLoop() {
 // handle takes one response through its first two stages: decoding here,
 // applying by the host. It reports false if the stream ended meanwhile.
 func (s *stream) handle(b []byte, gate *Gate) bool {
+	s.lastYield = time.Now() // it waited in Recv
 	var in incoming
 	if s.delta {
 		in = s.readDelta(b)
@@ -160,6 +162,11 @@ func (s *stream) applyLocked(nonce string, r *Response, t *tally, gate *Gate) bo
 	return true
 }
 
+// yieldInterval is how long the receiving goroutine runs, between the
+// parts of a response, before it yields: well under the scheduler's
+// 10 ms preemption.
+const yieldInterval = 500 * time.Microsecond
+
 // heldResource is what the host holds of one resource of a response:
 // see Resource.Held.
 type heldResource struct {
@@ -203,7 +210,16 @@ func (s *stream) rememberLocked(typeURL string, r *Response) {
 // whoever asks first, and that is usually the goroutine that unlocked it.
 // The wait is bounded, in yields, so that calls arriving without pause
 // cannot hold a response back for ever.
+//
+// It also yields, with the lock released, once the goroutine has run for
+// yieldInterval: one that runs for 10 ms without yielding is preempted
+// wherever it is, and one preempted while holding the lock keeps every
+// Watch call waiting until it runs again.
 func (s *stream) yieldToCallers() {
+	if now := time.Now(); now.Sub(s.lastYield) >= yieldInterval {
+		runtime.Gosched()
+		s.lastYield = now
+	}
 	if s.cfg.Callers == nil {
 		return
 	}

@@ -42,8 +42,10 @@ type stream struct {
 	// of each type, by index (rememberLocked). Only the receiving
 	// goroutine touches it.
 	prev map[string][]heldResource
-	// scratch is the receiving goroutine's working memory.
-	scratch scratch
+	// scratch is the receiving goroutine's working memory, and lastYield
+	// when it last gave up its processor (yieldToCallers).
+	scratch   scratch
+	lastYield time.Time
 }
 
 // streamType is a stream's state for one resource type.

@@ -252,7 +252,13 @@ func (s *stream) checkResource(r *Response, t *tally, i int, c *candidate) {
 		r.Valid++
 	}
 	c.Key = key
-	// In place: the write index never passes the read index.
+	// In place: the write index never passes the read index, and until a
+	// resource is left out it is the read index, where the candidate
+	// already is (a copy of every one would be most of this function).
+	if n := len(r.Resources); n < cap(r.Resources) && &r.Resources[:n+1][n] == c {
+		r.Resources = r.Resources[:n+1]
+		return
+	}
 	r.Resources = append(r.Resources, *c)
 }
 

@@ -46,6 +46,9 @@ type stream struct {
 	// when it last gave up its processor (yieldToCallers).
 	scratch   scratch
 	lastYield time.Time
+	// encNames is, per type, the encoding of the names of its last
+	// request (marshalRequest). Only the send loop touches it.
+	encNames map[string]encodedNames
 }
 
 // streamType is a stream's state for one resource type.
@@ -194,7 +197,7 @@ func (s *stream) sendLoop() {
 			if req == nil {
 				break
 			}
-			b, err := proto.Marshal(req)
+			b, err := s.marshalRequest(req)
 			if err != nil {
 				s.cfg.Log.Error("xDS request marshal", "error", err)
 				continue

@@ -19,7 +19,7 @@ echo
 # enough calls for a 99th percentile (of 20, it would be the slowest).
 latency='BenchmarkSotWWatch(DuringPush|ToRequest)$'
 {
-	"$bin" -test.run '^$' -test.bench 'BenchmarkSotW|BenchmarkDelta|BenchmarkEngineEDSResponse|BenchmarkGRPCClusters' -test.skip "$latency" -test.benchmem -test.count "$count" -test.benchtime 20x
+	"$bin" -test.run '^$' -test.bench 'BenchmarkSotW|BenchmarkDelta|BenchmarkEngineEDSResponse|BenchmarkGRPCClusters' -test.skip "$latency" -test.benchmem -test.count "$count"
 	"$bin" -test.run '^$' -test.bench "$latency" -test.benchmem -test.count "$count" -test.benchtime 3000x
 } |
 	awk '

@@ -45,25 +45,39 @@ func (s *stream) decode(typ registry.ResourceType, env envelope) (*Response, *ta
 			c.Held, c.Raw = prev[i].held, prev[i].raw
 		}
 	}
-	r, t := s.decodeCandidates(typ, cands, env.errors, 0)
+	r, t := s.decodeCandidates(typ, cands, env.errors, 0, true)
 	r.Version = env.version
 	return r, t
 }
 
 // decodeCandidates decodes a response's resources, SotW or delta, and
 // checks them and its TP3 entries. extra sizes the Named map for names
-// the caller adds.
-func (s *stream) decodeCandidates(typ registry.ResourceType, cands []candidate, errs []*discoverypb.ResourceError, extra int) (*Response, *tally) {
+// the caller adds. If pipeline allows and the response is large, the
+// resources are decoded while the apply stage checks and applies them
+// (startPipeline): the Response is returned with them pending.
+func (s *stream) decodeCandidates(typ registry.ResourceType, cands []candidate, errs []*discoverypb.ResourceError, extra int, pipeline bool) (*Response, *tally) {
 	s.reuseCached(typ.TypeURL, cands)
-	s.decodeAll(typ, cands)
+	todo := decodable(cands)
 
 	n := len(cands) + len(errs) + extra
 	r := &Response{Type: typ, Named: s.scratch.namedMap(n), Complete: true}
 	t := &tally{}
 	r.Resources = cands[:0]
+	if pipeline && pipelined(todo) {
+		s.startPipeline(typ, r, t, cands, errs, todo)
+		return r, t
+	}
+	s.decodeAll(typ, cands, todo)
 	for i := range cands {
 		s.checkResource(r, t, i, &cands[i])
 	}
+	s.checkErrors(r, t, errs)
+	return r, t
+}
+
+// checkErrors checks a response's TP3 entries, once its resources are
+// checked, and completes its counts.
+func (s *stream) checkErrors(r *Response, t *tally, errs []*discoverypb.ResourceError) {
 	if !s.cfg.Switches.DisableDataErrorHandling {
 		for i, re := range errs {
 			s.checkResourceError(r, t, i, re)
@@ -71,7 +85,6 @@ func (s *stream) decodeCandidates(typ registry.ResourceType, cands []candidate, 
 	}
 	r.Invalid = t.invalid
 	r.Accepted = r.Valid > 0 || len(t.failures) == 0
-	return r, t
 }
 
 // Parallel decoding: a response with at least parallelMin resources to
@@ -83,28 +96,24 @@ const (
 	parallelChunk = 32
 )
 
-// decodeAll decodes and validates every candidate the cache did not
-// answer. Resources are independent and decoders are safe for concurrent
-// use (a registry rule), so a large response is decoded in parallel by a
-// bounded set of workers; the order of the results does not change.
-func (s *stream) decodeAll(typ registry.ResourceType, cands []candidate) {
-	todo := make([]int, 0, len(cands))
-	for i := range cands {
-		if cands[i].Err == nil && cands[i].Value == nil {
-			todo = append(todo, i)
-		}
-	}
-	decodeOne := func(i int) {
-		c := &cands[i]
-		// The bytes alias the whole response; a decoder, and the cache,
-		// may keep them, and must not keep the response alive with them.
-		c.Raw = bytes.Clone(c.Raw)
-		c.name, c.Value, c.Err = s.decodeResource(typ, c.Wrapper, c.Raw)
-	}
+// decodeOne decodes and validates one candidate.
+func (s *stream) decodeOne(typ registry.ResourceType, c *candidate) {
+	// The bytes alias the whole response; a decoder, and the cache, may
+	// keep them, and must not keep the response alive with them.
+	c.Raw = bytes.Clone(c.Raw)
+	c.name, c.Value, c.Err = s.decodeResource(typ, c.Wrapper, c.Raw)
+}
+
+// decodeAll decodes and validates the candidates of todo, those the cache
+// did not answer. Resources are independent and decoders are safe for
+// concurrent use (a registry rule), so a large response is decoded in
+// parallel by a bounded set of workers; the order of the results does not
+// change.
+func (s *stream) decodeAll(typ registry.ResourceType, cands []candidate, todo []int) {
 	workers := min(runtime.GOMAXPROCS(0), len(todo)/parallelChunk)
 	if len(todo) < parallelMin || workers < 2 {
 		for _, i := range todo {
-			decodeOne(i)
+			s.decodeOne(typ, &cands[i])
 		}
 		return
 	}
@@ -121,7 +130,7 @@ func (s *stream) decodeAll(typ registry.ResourceType, cands []candidate) {
 					return
 				}
 				for _, i := range todo[start:min(end, len(todo))] {
-					decodeOne(i)
+					s.decodeOne(typ, &cands[i])
 				}
 				// The workers fill every P: between chunks, let a
 				// runnable Watch call (or anything else) have one, rather

@@ -126,7 +126,9 @@ func (s *stream) decodeDelta(typ registry.ResourceType, resp *discoverypb.DeltaD
 	for _, rn := range resp.GetRemovedResourceNames() {
 		removed = append(slices.Clip(removed), rn.GetName())
 	}
-	r, t := s.decodeCandidates(typ, cands, resp.GetResourceErrors(), len(removed))
+	// Not pipelined: the removed names are checked against every
+	// resource's before anything is applied.
+	r, t := s.decodeCandidates(typ, cands, resp.GetResourceErrors(), len(removed), false)
 	r.Version = resp.GetSystemVersionInfo()
 	r.Complete = false
 	for i, name := range removed {

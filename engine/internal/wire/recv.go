@@ -58,6 +58,11 @@ func (s *stream) handle(b []byte, gate *Gate) bool {
 	}
 	perr, known, decoded, t := in.err, in.known, in.decoded, in.tally
 	defer s.scratch.release()
+	// Before the release: the workers write to the candidates.
+	defer decoded.dropPending()
+	if decoded != nil {
+		s.checkMore(decoded, 0, ApplyPart)
+	}
 	s.cfg.Lock.Lock()
 	defer s.cfg.Lock.Unlock()
 	if s.ended {
@@ -123,9 +128,9 @@ func (s *stream) applyLocked(nonce string, r *Response, t *tally, gate *Gate) bo
 	// A request written between parts would carry the new nonce and the
 	// old version: a NACK the server never got. The type waits.
 	st.applying = true
-	for rest := r.Resources; ; {
-		part := rest[:min(len(rest), ApplyPart)]
-		rest = rest[len(part):]
+	for applied := 0; ; {
+		part := r.Resources[applied:min(len(r.Resources), applied+ApplyPart)]
+		applied += len(part)
 		// A timer that fires while the parts are applied waits for the
 		// response's gate (holds), so settling part by part is in time.
 		if st.unsettled > 0 {
@@ -134,11 +139,14 @@ func (s *stream) applyLocked(nonce string, r *Response, t *tally, gate *Gate) bo
 			}
 		}
 		s.host.ApplyResourcesLocked(r, part, gate)
-		if len(rest) == 0 {
+		if applied == len(r.Resources) && r.pending == nil {
 			break
 		}
 		s.cfg.Lock.Unlock()
 		s.yieldToCallers()
+		// A response still being decoded: its next part is checked
+		// here, with the lock released.
+		s.checkMore(r, applied, ApplyPart)
 		s.cfg.Lock.Lock()
 		if s.ended {
 			return false

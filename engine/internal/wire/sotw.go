@@ -237,12 +237,12 @@ func (s *stream) nextMessageLocked() (proto.Message, string) {
 // its size. The send loop calls it only once a burst has shown itself
 // (changes made while a request was being written); a single watch on an
 // idle stream is written at once. It waits until the subscriptions have
-// not changed for a quiet period, at most about a second; an ACK, which
-// changes no subscription, is not delayed. A response
-// being applied holds the engine's lock, so Watch calls cannot change
-// anything meanwhile: that is no quiet, and does not count. It sleeps
-// rather than spins, leaving the CPU to the goroutine registering the
-// watches.
+// not changed for a quiet period, at most about a second, or until a
+// response has been applied: the ACK it needs is not delayed (it goes
+// with whatever is subscribed by then). A response being applied holds
+// the engine's lock, so Watch calls wait meanwhile: that is no quiet,
+// and does not count. It sleeps rather than spins, leaving the CPU to
+// the goroutine registering the watches.
 func (s *stream) settle() {
 	const (
 		quiet = 250 * time.Microsecond
@@ -253,12 +253,19 @@ func (s *stream) settle() {
 		return
 	}
 	lastApply := s.cfg.Applying.Load()
+	startApply := lastApply
 	// Stalls do not count, but a server whose responses never stop must
 	// not hold subscriptions back for ever either.
 	deadline := time.Now().Add(10 * limit)
 	for waited := time.Duration(0); waited < limit && time.Now().Before(deadline); {
 		time.Sleep(quiet)
 		n, apply := s.subChanges.Load(), s.cfg.Applying.Load()
+		if apply%2 == 0 && apply != startApply {
+			// A response was applied meanwhile: its ACK (or NACK) is
+			// due now, with whatever is subscribed by then; a server
+			// may send nothing more of the type until it has it.
+			break
+		}
 		stalled := apply != lastApply || apply%2 == 1
 		if n == last && !stalled {
 			break

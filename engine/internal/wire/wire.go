@@ -174,6 +174,11 @@ type Response struct {
 	// Valid and Invalid count resources for metrics; Invalid includes TP3
 	// entries, which A78 counts as invalid updates.
 	Valid, Invalid int
+
+	// pending is set while resources are still being decoded and
+	// checked (pipeline.go): Resources then holds those checked so far,
+	// and the fields above are final only once it is nil.
+	pending *pending
 }
 
 // Resource is one resource of a response.

@@ -132,7 +132,8 @@
 // critical sections of a few dozen resources (a Watch call made meanwhile
 // waits for one of them, not for the whole response; no request of the
 // type is written until the last), then delivered to watchers on the
-// serializer.
+// serializer. The stages overlap: a large response's first parts are
+// applied while its later ones are still being decoded, in order.
 //
 // # Environment
 //

@@ -2,9 +2,10 @@
 // it opens the stream, builds each request from the engine's
 // subscriptions when the stream can take it, keeps the nonce and pending
 // NACK per type, runs the does-not-exist timers of what it wrote, and
-// decodes each response (stage 1 of the response path; a large one in
-// parallel, by a bounded set of workers) before handing it to the engine
-// to apply.
+// decodes each response (stage 1 of the response path) for the engine
+// to apply. A large one is decoded in parallel by a bounded set of
+// workers while the receiving goroutine hands its parts, in order, to the
+// engine as they are ready (pipeline.go).
 //
 // The package knows nothing of the cache or the watchers: the engine is a
 // [Host], and a stream is a [Stream]: State of the World ([NewSotW]) or

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -379,6 +380,72 @@ func TestBurstOnOpenStream(t *testing.T) {
 		t.Fatalf("%d watches on an open stream took %d requests, want a few", n, requests)
 	}
 	t.Logf("%d watches on an open stream: %d requests", n, requests)
+}
+
+// TestAnswerNotHeldByBurst: watches that keep coming without pause never
+// let a burst settle; a response applied
+// meanwhile is still answered at once (a SotW server may send nothing
+// more of the type until it is), not once the watches pause or the
+// settling gives up after a second.
+func TestAnswerNotHeldByBurst(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	var w engine.WatcherFuncs
+	f.eng.Watch(thing, "a", w)
+	st := f.servers[0].WaitStream(t)
+	recvNames(t, st, thing, "a")
+
+	stop := make(chan struct{})
+	churned := make(chan struct{})
+	go func() {
+		defer close(churned)
+		// A window of 50 names moving one name at a time: every change
+		// is one the next request must carry.
+		var window []func()
+		defer func() {
+			for _, cancel := range window {
+				cancel()
+			}
+		}()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			window = append(window, f.eng.Watch(thing, "churn-"+itoa(i), w))
+			if len(window) > 50 {
+				window[0]()
+				window = window[1:]
+			}
+			runtime.Gosched()
+		}
+	}()
+	defer func() { close(stop); <-churned }()
+	// Let the churn show itself as a burst that the writer settles.
+	for deadline := time.Now().Add(100 * time.Millisecond); time.Now().Before(deadline); {
+		st.RecvT(t)
+	}
+
+	start := time.Now()
+	nonce := st.SendT(t, resp(thing, "1", res(thing, "a")))
+	for {
+		req := st.RecvT(t)
+		if req.GetResponseNonce() != nonce {
+			continue
+		}
+		if req.GetVersionInfo() != "1" || req.GetErrorDetail() != nil {
+			t.Fatalf("answer to version 1: version %q, error %v; want an ACK of 1", req.GetVersionInfo(), req.GetErrorDetail())
+		}
+		break
+	}
+	// The answer waits at most for one settling sleep (a timer tick) and
+	// the apply.
+	// While the churn goes on, a settling writer held it 75 ms to 1.9 s.
+	took := time.Since(start)
+	if took > 40*time.Millisecond {
+		t.Fatalf("ACK took %v while watches kept coming, want it at once", took)
+	}
+	t.Logf("ACK %v after the response, watches still coming", took)
 }
 
 // TestSingleWatchIsWrittenAtOnce: a watch that finds the stream idle is

@@ -237,45 +237,60 @@ func (s *stream) nextMessageLocked() (proto.Message, string) {
 // its size. The send loop calls it only once a burst has shown itself
 // (changes made while a request was being written); a single watch on an
 // idle stream is written at once. It waits until the subscriptions have
-// not changed for a quiet period, at most about a second, or until a
-// response has been applied: the ACK it needs is not delayed (it goes
-// with whatever is subscribed by then). A response being applied holds
-// the engine's lock, so Watch calls wait meanwhile: that is no quiet,
-// and does not count. It sleeps rather than spins, leaving the CPU to
-// the goroutine registering the watches.
+// not changed for a quiet period, at most about a second, and not at all
+// while a response waits for its answer (answerDue). A response being
+// applied holds the engine's lock, so Watch calls wait meanwhile: that is
+// no quiet, and does not count. It sleeps rather than spins, leaving the
+// CPU to the goroutine registering the watches.
 func (s *stream) settle() {
 	const (
 		quiet = 250 * time.Microsecond
 		limit = time.Second
 	)
 	last := s.subChanges.Load()
-	if last == s.builtAt {
+	if last == s.builtAt || s.answerDue() {
+		s.builtAt = last
 		return
 	}
 	lastApply := s.cfg.Applying.Load()
-	startApply := lastApply
 	// Stalls do not count, but a server whose responses never stop must
-	// not hold subscriptions back for ever either.
+	// not hold subscriptions back for ever either. What counts is the
+	// time slept, not the quiet asked for: a short sleep can last a
+	// timer tick.
 	deadline := time.Now().Add(10 * limit)
 	for waited := time.Duration(0); waited < limit && time.Now().Before(deadline); {
+		start := time.Now()
 		time.Sleep(quiet)
-		n, apply := s.subChanges.Load(), s.cfg.Applying.Load()
-		if apply%2 == 0 && apply != startApply {
-			// A response was applied meanwhile: its ACK (or NACK) is
-			// due now, with whatever is subscribed by then; a server
-			// may send nothing more of the type until it has it.
+		slept := time.Since(start)
+		if s.answerDue() {
 			break
 		}
+		n, apply := s.subChanges.Load(), s.cfg.Applying.Load()
 		stalled := apply != lastApply || apply%2 == 1
 		if n == last && !stalled {
 			break
 		}
 		if !stalled {
-			waited += quiet
+			waited += slept
 		}
 		last, lastApply = n, apply
 	}
 	s.builtAt = s.subChanges.Load()
+}
+
+// answerDue reports whether a response has been applied that no request
+// has answered yet: its ACK (or NACK) goes now, with whatever is
+// subscribed by then, since a server may send nothing more of the type
+// until it has it.
+func (s *stream) answerDue() bool {
+	s.cfg.Lock.Lock()
+	defer s.cfg.Lock.Unlock()
+	for _, st := range s.types {
+		if !st.applying && st.nonce != st.lastNon {
+			return true
+		}
+	}
+	return false
 }
 
 // sameSlice reports whether a and b are the same slice: the host hands

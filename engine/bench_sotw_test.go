@@ -395,20 +395,28 @@ func BenchmarkSotWWatchDuringPush(b *testing.B) {
 	st.replies <- versions[0]
 	c.wg.Wait()
 
-	// The server side: answer each request (ACKs, and the requests the
-	// extra watches cause) and keep pushing. busy is how long pushes were
-	// under way, from the reply to its last delivery.
+	// The server side: push one version after the other, each once the
+	// last is delivered, as a control plane whose configuration keeps
+	// changing does, whatever the requests say (they are read and
+	// dropped, so that the pushes do not depend on when the client's
+	// writer sends them). busy is how long pushes were under way, from
+	// the reply to its last delivery.
 	stop := make(chan struct{})
-	pushed := make(chan struct{})
-	var busy time.Duration
+	pushed, drained := make(chan struct{}), make(chan struct{})
 	go func() {
-		defer close(pushed)
-		for i := 1; ; i++ {
+		defer close(drained)
+		for {
 			select {
 			case <-stop:
 				return
 			case <-st.requests:
 			}
+		}
+	}()
+	var busy time.Duration
+	go func() {
+		defer close(pushed)
+		for i := 1; ; i++ {
 			c.wg.Add(n)
 			select {
 			case st.replies <- versions[i%2]:
@@ -421,7 +429,6 @@ func BenchmarkSotWWatchDuringPush(b *testing.B) {
 			busy += time.Since(start)
 		}
 	}()
-	st.requests <- nil // start the first push
 	noop := engine.WatcherFuncs{}
 	var durations []time.Duration
 	b.ResetTimer()
@@ -436,6 +443,7 @@ func BenchmarkSotWWatchDuringPush(b *testing.B) {
 	b.StopTimer()
 	close(stop)
 	<-pushed
+	<-drained
 	elapsed := time.Since(benchStart)
 	slices.Sort(durations)
 	b.ReportMetric(float64(durations[len(durations)/2].Nanoseconds()), "p50-ns")

@@ -35,6 +35,9 @@ func (s *stream) decode(typ registry.ResourceType, env envelope) (*Response, *ta
 	cands := s.scratch.candidates(len(env.resources))
 	prev := s.prev[typ.TypeURL]
 	for i, res := range env.resources {
+		if i%yieldEvery == yieldEvery-1 {
+			s.yieldIfLong()
+		}
 		c := &cands[i]
 		c.Wrapper, c.Raw, c.Err = unwrapResource(typ, res)
 		c.name, c.index = c.Wrapper, int32(i)
@@ -173,6 +176,9 @@ func unwrapResource(typ registry.ResourceType, res rawAny) (wrapperName string, 
 // the same bytes and wrapper name, and the validator saw the same server.
 func (s *stream) reuseCached(typeURL string, cands []candidate) {
 	for i := range cands {
+		if i%yieldEvery == yieldEvery-1 {
+			s.yieldIfLong()
+		}
 		if c := &cands[i]; c.Err == nil && c.Wrapper == "" && c.Held == nil {
 			c.Hash = maphash.Bytes(s.cfg.HashSeed, c.Raw)
 		}

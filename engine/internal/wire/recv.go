@@ -64,8 +64,8 @@ func (s *stream) handle(b []byte, gate *Gate) bool {
 		s.checkMore(decoded, 0, ApplyPart)
 	}
 	s.cfg.Lock.Lock()
-	defer s.cfg.Lock.Unlock()
 	if s.ended {
+		s.cfg.Lock.Unlock()
 		return false
 	}
 	s.seenResponse = true
@@ -76,8 +76,16 @@ func (s *stream) handle(b []byte, gate *Gate) bool {
 	case !known:
 		s.cfg.Log.Warn("xDS response for an unregistered type; ignored", "server", s.cfg.Server.URI, "type", in.typeURL)
 	default:
-		return s.applyLocked(in.nonce, decoded, t, gate)
+		ok := s.applyLocked(in.nonce, decoded, t, gate)
+		s.cfg.Lock.Unlock()
+		if ok && !s.delta {
+			// Outside the lock: it is the receiving goroutine's alone,
+			// and takes a pass over the whole response.
+			s.remember(decoded.Type.TypeURL, decoded)
+		}
+		return ok
 	}
+	s.cfg.Lock.Unlock()
 	return true
 }
 
@@ -153,9 +161,6 @@ func (s *stream) applyLocked(nonce string, r *Response, t *tally, gate *Gate) bo
 		}
 	}
 	st.applying = false
-	if !s.delta {
-		s.rememberLocked(typeURL, r)
-	}
 	for _, re := range r.Errors {
 		s.settleLocked(typeURL, re.Key)
 	}
@@ -170,10 +175,26 @@ func (s *stream) applyLocked(nonce string, r *Response, t *tally, gate *Gate) bo
 	return true
 }
 
-// yieldInterval is how long the receiving goroutine runs, between the
-// parts of a response, before it yields: well under the scheduler's
-// 10 ms preemption.
-const yieldInterval = 500 * time.Microsecond
+// yieldInterval is how long the receiving goroutine runs before it
+// yields: well under the scheduler's 10 ms preemption, and about what
+// one part of a response takes to apply.
+const yieldInterval = 100 * time.Microsecond
+
+// yieldIfLong gives up the processor if the receiving goroutine has run
+// for yieldInterval since it last did: a goroutine woken meanwhile (a
+// Watch call whose lock was just released) waits in the run queue of a
+// processor until its goroutine yields. Loops over a whole response call
+// it every yieldEvery resources.
+func (s *stream) yieldIfLong() {
+	if now := time.Now(); now.Sub(s.lastYield) >= yieldInterval {
+		runtime.Gosched()
+		s.lastYield = now
+	}
+}
+
+// yieldEvery is how many resources a loop over a response handles between
+// calls of yieldIfLong: a few microseconds' work, and a clock read.
+const yieldEvery = 128
 
 // heldResource is what the host holds of one resource of a response:
 // see Resource.Held.
@@ -182,10 +203,10 @@ type heldResource struct {
 	held any
 }
 
-// rememberLocked keeps, by index, what the host holds of a SotW
+// remember keeps, by index, what the host holds of a SotW
 // response's resources, for the next response of the type to be compared
 // with (decode). Only the receiving goroutine uses it.
-func (s *stream) rememberLocked(typeURL string, r *Response) {
+func (s *stream) remember(typeURL string, r *Response) {
 	n := 0
 	for i := range r.Resources {
 		n = max(n, int(r.Resources[i].index)+1)
@@ -224,10 +245,7 @@ func (s *stream) rememberLocked(typeURL string, r *Response) {
 // wherever it is, and one preempted while holding the lock keeps every
 // Watch call waiting until it runs again.
 func (s *stream) yieldToCallers() {
-	if now := time.Now(); now.Sub(s.lastYield) >= yieldInterval {
-		runtime.Gosched()
-		s.lastYield = now
-	}
+	s.yieldIfLong()
 	if s.cfg.Callers == nil {
 		return
 	}

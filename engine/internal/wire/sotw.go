@@ -39,7 +39,7 @@ type stream struct {
 	holds holds
 
 	// prev is what the host held of each resource of the last response
-	// of each type, by index (rememberLocked). Only the receiving
+	// of each type, by index (remember). Only the receiving
 	// goroutine touches it.
 	prev map[string][]heldResource
 	// scratch is the receiving goroutine's working memory, and lastYield

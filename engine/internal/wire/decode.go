@@ -33,7 +33,11 @@ type candidate = Resource
 // It returns what the host applies and the failures the NACK lists.
 func (s *stream) decode(typ registry.ResourceType, env envelope) (*Response, *tally) {
 	cands := s.scratch.candidates(len(env.resources))
-	prev := s.prev[typ.TypeURL]
+	last := s.prev[typ.TypeURL]
+	var prev []heldResource
+	if last != nil {
+		prev = last.byIndex
+	}
 	for i, res := range env.resources {
 		if i%yieldEvery == yieldEvery-1 {
 			s.yieldIfLong()
@@ -48,25 +52,31 @@ func (s *stream) decode(typ registry.ResourceType, env envelope) (*Response, *ta
 			c.Held, c.Raw = prev[i].held, prev[i].raw
 		}
 	}
-	r, t := s.decodeCandidates(typ, cands, env.errors, 0, true)
+	r, t := s.decodeCandidates(typ, cands, env.errors, 0, last)
 	r.Version = env.version
 	return r, t
 }
 
 // decodeCandidates decodes a response's resources, SotW or delta, and
 // checks them and its TP3 entries. extra sizes the Named map for names
-// the caller adds. If pipeline allows and the response is large, the
-// resources are decoded while the apply stage checks and applies them
-// (startPipeline): the Response is returned with them pending.
-func (s *stream) decodeCandidates(typ registry.ResourceType, cands []candidate, errs []*discoverypb.ResourceError, extra int, pipeline bool) (*Response, *tally) {
+// the caller adds. last is the type's last response for a SotW one, nil
+// for a delta one: a SotW response that is large is decoded while the
+// apply stage checks and applies its resources (startPipeline), and is
+// returned with them pending.
+func (s *stream) decodeCandidates(typ registry.ResourceType, cands []candidate, errs []*discoverypb.ResourceError, extra int, last *lastResponse) (*Response, *tally) {
 	s.reuseCached(typ.TypeURL, cands)
 	todo := decodable(cands)
 
-	n := len(cands) + len(errs) + extra
-	r := &Response{Type: typ, Named: s.scratch.namedMap(n), Complete: true}
+	r := &Response{Type: typ, Complete: true, namedSize: len(cands) + len(errs) + extra}
 	t := &tally{}
 	r.Resources = cands[:0]
-	if pipeline && pipelined(todo) {
+	if last != nil && last.named != nil {
+		// Named is filled only if a key differs from the last response's.
+		r.sameKeys = last
+	} else {
+		r.Named = s.scratch.namedMap(r.namedSize)
+	}
+	if last != nil && pipelined(todo) {
 		s.startPipeline(typ, r, t, cands, errs, todo)
 		return r, t
 	}
@@ -81,6 +91,7 @@ func (s *stream) decodeCandidates(typ registry.ResourceType, cands []candidate, 
 // checkErrors checks a response's TP3 entries, once its resources are
 // checked, and completes its counts.
 func (s *stream) checkErrors(r *Response, t *tally, errs []*discoverypb.ResourceError) {
+	s.endKeys(r, len(errs))
 	if !s.cfg.Switches.DisableDataErrorHandling {
 		for i, re := range errs {
 			s.checkResourceError(r, t, i, re)
@@ -256,7 +267,7 @@ func (s *stream) checkResource(r *Response, t *tally, i int, c *candidate) {
 			return
 		}
 	}
-	if !addName(r.Named, key) {
+	if !s.addKey(r, i, key) {
 		// The first one counts; a second could only contradict it.
 		t.fail("resource index %d, name %s: duplicate resource name %s", i, QuoteName(c.name), QuoteName(c.name))
 		return
@@ -275,6 +286,48 @@ func (s *stream) checkResource(r *Response, t *tally, i int, c *candidate) {
 		return
 	}
 	r.Resources = append(r.Resources, *c)
+}
+
+// addKey adds the key of resource i to Named and reports whether it was
+// new. While every key checked is the one at its index in the last
+// response (sameKeys), none is added: those keys are distinct, so a key
+// can repeat only where one differs, and the map is filled from there on.
+func (s *stream) addKey(r *Response, i int, key string) bool {
+	if last := r.sameKeys; last != nil {
+		if i < len(last.keys) && last.keys[i] == key {
+			return true
+		}
+		s.fillNamed(r)
+	}
+	return addName(r.Named, key)
+}
+
+// fillNamed gives the response its Named map, with the keys of the
+// resources checked so far, and ends the comparison with the last
+// response.
+func (s *stream) fillNamed(r *Response) {
+	r.Named = s.scratch.namedMap(r.namedSize)
+	for i := range r.Resources {
+		r.Named[r.Resources[i].Key] = true
+	}
+	r.sameKeys = nil
+}
+
+// endKeys is called once every resource is checked, before the TP3
+// entries. If every key was the one at its index in the last response,
+// and there are as many, they are the last response's keys, and Named is
+// its map (namedKept). TP3 entries would have to be added to that map:
+// with any, Named is filled instead.
+func (s *stream) endKeys(r *Response, tp3 int) {
+	last := r.sameKeys
+	if last == nil {
+		return
+	}
+	if tp3 == 0 && len(r.Resources) == len(last.named) {
+		r.Named, r.namedKept, r.sameKeys = last.named, true, nil
+		return
+	}
+	s.fillNamed(r)
 }
 
 // addName adds key to named and reports whether it was new: one hash of

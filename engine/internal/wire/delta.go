@@ -128,7 +128,7 @@ func (s *stream) decodeDelta(typ registry.ResourceType, resp *discoverypb.DeltaD
 	}
 	// Not pipelined: the removed names are checked against every
 	// resource's before anything is applied.
-	r, t := s.decodeCandidates(typ, cands, resp.GetResourceErrors(), len(removed), false)
+	r, t := s.decodeCandidates(typ, cands, resp.GetResourceErrors(), len(removed), nil)
 	r.Version = resp.GetSystemVersionInfo()
 	r.Complete = false
 	for i, name := range removed {

@@ -203,15 +203,37 @@ type heldResource struct {
 	held any
 }
 
-// remember keeps, by index, what the host holds of a SotW
-// response's resources, for the next response of the type to be compared
-// with (decode). Only the receiving goroutine uses it.
+// lastResponse is what a stream keeps of a type's last SotW response, for
+// the next one to be compared with: a server re-sends every resource,
+// unchanged ones with the same bytes, and names in the same order as a
+// rule.
+type lastResponse struct {
+	// byIndex is, for each resource, what the host held of it.
+	byIndex []heldResource
+	// named is the response's Named, kept when it held the resources'
+	// keys and nothing more (no TP3 entry), and was small enough to keep
+	// (maxScratch); keys are then those keys by index ("" where a
+	// resource was not applied). A response whose keys are these, index
+	// for index, names exactly the same (endKeys) and need not fill a map
+	// of its own: the dearest part of checking an unchanged resource.
+	named map[string]bool
+	keys  []string
+}
+
+// remember keeps, by index, what the host holds of a SotW response's
+// resources and their keys, for the next response of the type to be
+// compared with (decode, addKey). Only the receiving goroutine uses it.
 func (s *stream) remember(typeURL string, r *Response) {
+	last := s.prev[typeURL]
+	if last == nil {
+		last = &lastResponse{}
+		s.prev[typeURL] = last
+	}
 	n := 0
 	for i := range r.Resources {
 		n = max(n, int(r.Resources[i].index)+1)
 	}
-	prev := s.prev[typeURL]
+	prev := last.byIndex
 	if cap(prev) < n {
 		prev = make([]heldResource, n)
 	}
@@ -231,7 +253,29 @@ func (s *stream) remember(typeURL string, r *Response) {
 		}
 		j++
 	}
-	s.prev[typeURL] = prev
+	last.byIndex = prev
+	switch {
+	case r.namedKept:
+		// The same keys at the same indices: last.named and last.keys
+		// still hold.
+	case r.Named != nil && len(r.Named) == len(r.Resources) && n <= maxScratch:
+		// Only the resources' keys, each once: kept, with the keys by
+		// index, and the map kept until now becomes the scratch map for
+		// the next response (which release clears).
+		keys := last.keys
+		if cap(keys) < n {
+			keys = make([]string, n)
+		}
+		keys = keys[:n]
+		clear(keys)
+		for i := range r.Resources {
+			keys[r.Resources[i].index] = r.Resources[i].Key
+		}
+		last.keys = keys
+		last.named, s.scratch.named = r.Named, last.named
+	default:
+		last.named, last.keys = nil, nil
+	}
 }
 
 // yieldToCallers lets the calls waiting for the lock take it before the

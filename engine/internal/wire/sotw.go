@@ -38,10 +38,9 @@ type stream struct {
 
 	holds holds
 
-	// prev is what the host held of each resource of the last response
-	// of each type, by index (remember). Only the receiving
-	// goroutine touches it.
-	prev map[string][]heldResource
+	// prev is what the stream keeps of the last response of each type
+	// (remember). Only the receiving goroutine touches it.
+	prev map[string]*lastResponse
 	// scratch is the receiving goroutine's working memory, and lastYield
 	// when it last gave up its processor (yieldToCallers).
 	scratch   scratch
@@ -83,7 +82,7 @@ func NewSotW(cfg Config) Stream {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &stream{cfg: cfg, host: cfg.Host, ctx: ctx, cancel: cancel,
 		types: make(map[string]*streamType), dirty: make(map[string]bool), wake: make(chan struct{}, 1),
-		prev: make(map[string][]heldResource)}
+		prev: make(map[string]*lastResponse)}
 }
 
 func (s *stream) Start() {

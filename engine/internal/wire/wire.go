@@ -175,6 +175,14 @@ type Response struct {
 	// entries, which A78 counts as invalid updates.
 	Valid, Invalid int
 
+	// sameKeys is the type's last response while every key checked so
+	// far is the one at its index there, and Named is not filled
+	// (addKey); namedKept says that Named is that response's map, which
+	// must not be written to.
+	sameKeys  *lastResponse
+	namedKept bool
+	namedSize int // what Named is sized for
+
 	// pending is set while resources are still being decoded and
 	// checked (pipeline.go): Resources then holds those checked so far,
 	// and the fields above are final only once it is nil.

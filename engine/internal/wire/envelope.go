@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"errors"
 	"slices"
 	"unicode/utf8"
@@ -47,7 +48,21 @@ func parseEnvelope(b []byte, dst []rawAny) (envelope, error) {
 		// array, which append grows if need be.
 		e.resources = slices.Grow(e.resources, countResources(b))
 	}
+	var typeURL []byte // the last resource's, valid UTF-8
 	for len(b) > 0 {
+		if b[0] == resourcesTag {
+			// A resource, nearly all of a response: read without
+			// protowire's general calls.
+			if v, rest, ok := lengthDelimited(b[1:]); ok {
+				a, err := parseAny(v, typeURL)
+				if err != nil {
+					return e, errEnvelope
+				}
+				e.resources = append(e.resources, a)
+				typeURL, b = a.typeURL, rest
+				continue
+			}
+		}
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 || !num.IsValid() {
 			return e, errEnvelope
@@ -71,8 +86,9 @@ func parseEnvelope(b []byte, dst []rawAny) (envelope, error) {
 			e.version, err = utf8String(v)
 		case 2:
 			var a rawAny
-			if a, err = parseAny(v); err == nil {
+			if a, err = parseAny(v, typeURL); err == nil {
 				e.resources = append(e.resources, a)
+				typeURL = a.typeURL
 			}
 		case 4:
 			e.typeURL, err = utf8String(v)
@@ -115,8 +131,51 @@ func countResources(b []byte) int {
 	return n
 }
 
-// parseAny reads a google.protobuf.Any (type_url = 1, value = 2).
-func parseAny(b []byte) (rawAny, error) {
+// The tags of the fields read most: DiscoveryResponse.resources (2) and
+// Any's type_url (1) and value (2), all length-delimited.
+const (
+	resourcesTag = 2<<3 | byte(protowire.BytesType)
+	typeURLTag   = 1<<3 | byte(protowire.BytesType)
+	valueTag     = 2<<3 | byte(protowire.BytesType)
+)
+
+// lengthDelimited splits b after a length prefix of at most two bytes
+// (127 bytes; 16 KB), which covers the type URLs and most resources. It
+// reports false for anything else, which the caller then reads the
+// general way.
+func lengthDelimited(b []byte) (v, rest []byte, ok bool) {
+	var n, i int
+	switch {
+	case len(b) > 0 && b[0] < 0x80:
+		n, i = int(b[0]), 1
+	case len(b) > 1 && b[1] < 0x80:
+		// A second byte of 0 (a length written longer than needed) is
+		// what protowire accepts too.
+		n, i = int(b[0]&0x7f)|int(b[1])<<7, 2
+	default:
+		return nil, nil, false
+	}
+	if n > len(b)-i {
+		return nil, nil, false
+	}
+	return b[i : i+n], b[i+n:], true
+}
+
+// parseAny reads a google.protobuf.Any (type_url = 1, value = 2). prev is
+// the type URL of the response's resource before it, already found valid
+// UTF-8: one equal to it is not checked again.
+func parseAny(b []byte, prev []byte) (rawAny, error) {
+	// The shape every server sends: type_url, then value, once each.
+	if len(b) > 0 && b[0] == typeURLTag {
+		if t, rest, ok := lengthDelimited(b[1:]); ok && len(rest) > 0 && rest[0] == valueTag {
+			if v, rest, ok := lengthDelimited(rest[1:]); ok && len(rest) == 0 {
+				if !bytes.Equal(t, prev) && !utf8.Valid(t) {
+					return rawAny{}, errEnvelope
+				}
+				return rawAny{typeURL: t, value: v}, nil
+			}
+		}
+	}
 	var a rawAny
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)

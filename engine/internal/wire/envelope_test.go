@@ -29,6 +29,23 @@ func envelopeSeeds(f *testing.F) {
 	f.Add(protowire.AppendVarint(protowire.AppendTag(nil, 2, protowire.VarintType), 7))
 	f.Add(protowire.AppendTag(protowire.AppendTag(nil, 9, protowire.StartGroupType), 9, protowire.EndGroupType))
 	f.Add(full[:len(full)-3])
+	// Resources whose type URLs repeat, then one that differs only by
+	// invalid UTF-8; lengths written longer than needed; an Any's fields
+	// in the other order, repeated, or with a value of the other wire
+	// type; a value of 200 bytes (a two-byte length).
+	anyOf := func(fields ...[]byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), bytes.Join(fields, nil))
+	}
+	str := func(num protowire.Number, v string) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), []byte(v))
+	}
+	f.Add(bytes.Join([][]byte{anyOf(str(1, "t\xc3\xa9"), str(2, "a")), anyOf(str(1, "t\xc3\xa9"), str(2, "b")), anyOf(str(1, "t\xc3"), str(2, "c"))}, nil))
+	f.Add(anyOf([]byte{0x0a, 0x81, 0x00, 't'}, []byte{0x12, 0x80, 0x00}))
+	f.Add([]byte{0x12, 0x82, 0x00, 0x0a, 0x00})
+	f.Add(anyOf(str(2, "v"), str(1, "t")))
+	f.Add(anyOf(str(1, "t"), str(2, "v"), str(1, "u")))
+	f.Add(anyOf(str(1, "t"), protowire.AppendVarint(protowire.AppendTag(nil, 2, protowire.VarintType), 1)))
+	f.Add(anyOf(str(1, "t"), str(2, string(make([]byte, 200)))))
 	// control_plane with invalid UTF-8, read by proto.Unmarshal.
 	f.Add(protowire.AppendBytes(protowire.AppendTag(nil, 6, protowire.BytesType),
 		protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte{0xff})))

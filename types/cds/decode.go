@@ -25,19 +25,16 @@ type decoder struct {
 	customLBPolicy func(string) bool
 }
 
-// clusterMessages recycles the decode target: a Cluster message is some
-// 600 bytes, one per resource of a response, and nothing of the decoded
-// cds.Cluster points into it (its sub-messages are separate objects, which
-// a reset only unlinks).
-var clusterMessages = sync.Pool{New: func() any { return new(clusterpb.Cluster) }}
+var decodeTargets = sync.Pool{New: func() any { return new(decodeTarget) }}
 
 func (d decoder) decode(raw []byte, opts registry.DecodeOptions) (registry.DecodeResult, error) {
-	pb := clusterMessages.Get().(*clusterpb.Cluster)
+	target := decodeTargets.Get().(*decodeTarget)
+	pb := &target.pb
 	defer func() {
-		proto.Reset(pb)
-		clusterMessages.Put(pb)
+		target.reset()
+		decodeTargets.Put(target)
 	}()
-	if err := proto.Unmarshal(raw, pb); err != nil {
+	if err := target.unmarshalCluster(raw); err != nil {
 		return registry.DecodeResult{}, fmt.Errorf("cannot unmarshal Cluster: %w", err)
 	}
 	var errs registry.FieldErrors

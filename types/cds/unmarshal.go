@@ -1,0 +1,244 @@
+package cds
+
+import (
+	"unicode/utf8"
+
+	clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+// Field numbers of envoy.config.cluster.v3.Cluster, of its
+// EdsClusterConfig and of envoy.config.core.v3.ConfigSource that
+// unmarshalCluster reads itself.
+const (
+	clusterName            = 1
+	clusterType            = 2  // in the oneof cluster_discovery_type
+	clusterEDSConfig       = 3  // eds_cluster_config
+	clusterLBPolicy        = 6  // lb_policy
+	clusterClusterType     = 38 // cluster_type, the other member of the oneof
+	edsConfigSource        = 1  // EdsClusterConfig.eds_config
+	edsServiceName         = 2  // EdsClusterConfig.service_name
+	configSourceADS        = 3  // ConfigSource.ads, in the oneof config_source_specifier
+	configSourceAPIVersion = 6  // ConfigSource.resource_api_version
+)
+
+// maxRestKept bounds the buffer for the other fields that a decode
+// target keeps for the next.
+const maxRestKept = 4 << 10
+
+// decodeTarget is what decoding a Cluster needs, recycled (decodeTargets):
+// a Cluster message is some 600 bytes, one per resource of a response, and
+// nothing of the decoded cds.Cluster points into it or into the
+// sub-messages below, which unmarshalCluster links into it.
+type decodeTarget struct {
+	pb clusterpb.Cluster
+	// unmarshalled says that proto.Unmarshal wrote to pb, which must then
+	// be reset whole; otherwise only the fields unmarshalCluster set are.
+	unmarshalled bool
+	rest         []byte // the bytes of the fields left to proto.Unmarshal
+
+	typ    clusterpb.Cluster_Type
+	eds    clusterpb.Cluster_EdsClusterConfig
+	source corepb.ConfigSource
+	ads    corepb.ConfigSource_Ads
+	adsMsg corepb.AggregatedConfigSource
+}
+
+// reset empties pb for the next decode.
+func (t *decodeTarget) reset() {
+	if t.unmarshalled {
+		proto.Reset(&t.pb)
+		t.unmarshalled = false
+		return
+	}
+	t.pb.Name, t.pb.ClusterDiscoveryType, t.pb.LbPolicy, t.pb.EdsClusterConfig = "", nil, 0, nil
+}
+
+// unmarshalCluster fills t.pb, which is empty, from raw exactly as
+// proto.Unmarshal would (FuzzUnmarshalCluster checks it), but faster for
+// the fields every EDS cluster has: its name, type, lb_policy and an
+// eds_cluster_config that names an ADS config source and a service name.
+// Those are read here, into messages t keeps for the next decode; the
+// rest of the bytes, usually nothing, go through proto.Unmarshal. Two of
+// the fields are oneof members (type, and the config source's ads), which
+// proto decodes through reflection, at more than the cost of the rest of
+// such a Cluster.
+//
+// Anything out of the ordinary (a field read here sent twice or with
+// another wire type, cluster_type with type, a string that is not UTF-8,
+// bytes that do not parse) is left to proto.Unmarshal of the whole, which
+// then has the last word on it, errors included.
+func (t *decodeTarget) unmarshalCluster(raw []byte) error {
+	pb := &t.pb
+	h, ok := splitCluster(raw, t.rest[:0])
+	if cap(h.rest) <= maxRestKept {
+		t.rest = h.rest[:0]
+	}
+	if !ok {
+		t.unmarshalled = true
+		return proto.Unmarshal(raw, pb)
+	}
+	if len(h.rest) > 0 {
+		t.unmarshalled = true
+		if err := proto.Unmarshal(h.rest, pb); err != nil {
+			// proto's error, in its words, about the whole.
+			proto.Reset(pb)
+			return proto.Unmarshal(raw, pb)
+		}
+	}
+	if h.seen&(1<<clusterName) != 0 {
+		pb.Name = string(h.name)
+	}
+	if h.seen&(1<<clusterType) != 0 {
+		t.typ = clusterpb.Cluster_Type{Type: clusterpb.Cluster_DiscoveryType(int32(h.typ))}
+		pb.ClusterDiscoveryType = &t.typ
+	}
+	if h.seen&(1<<clusterLBPolicy) != 0 {
+		pb.LbPolicy = clusterpb.Cluster_LbPolicy(int32(h.lbPolicy))
+	}
+	if e := &h.eds; e.read {
+		t.eds = clusterpb.Cluster_EdsClusterConfig{ServiceName: string(e.serviceName)}
+		if e.hasSource {
+			t.adsMsg = corepb.AggregatedConfigSource{}
+			t.ads = corepb.ConfigSource_Ads{Ads: &t.adsMsg}
+			t.source = corepb.ConfigSource{ConfigSourceSpecifier: &t.ads, ResourceApiVersion: corepb.ApiVersion(int32(e.version))}
+			t.eds.EdsConfig = &t.source
+		}
+		pb.EdsClusterConfig = &t.eds
+	}
+	return nil
+}
+
+// clusterFields are the fields splitCluster read, and the bytes of the
+// others.
+type clusterFields struct {
+	seen          uint64 // 1 << field number, for the fields read
+	name          []byte
+	typ, lbPolicy uint64
+	eds           edsFields
+	rest          []byte
+}
+
+// edsFields is an EdsClusterConfig of the usual shape.
+type edsFields struct {
+	read, hasSource, hasVersion, hasName bool
+	version                              uint64
+	serviceName                          []byte
+}
+
+// splitCluster reads the top level of a Cluster. It reports false when
+// proto.Unmarshal must read the whole instead.
+func splitCluster(b []byte, rest []byte) (clusterFields, bool) {
+	h := clusterFields{rest: rest}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return h, false
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return h, false
+		}
+		field, value := b[:n+m], b[n:n+m]
+		b = b[n+m:]
+		switch {
+		case num == clusterName && typ == protowire.BytesType:
+			v, _ := protowire.ConsumeBytes(value)
+			if !utf8.Valid(v) {
+				return h, false
+			}
+			h.name = v
+		case (num == clusterType || num == clusterLBPolicy) && typ == protowire.VarintType:
+			v, _ := protowire.ConsumeVarint(value)
+			if num == clusterType {
+				h.typ = v
+			} else {
+				h.lbPolicy = v
+			}
+		case num == clusterEDSConfig && typ == protowire.BytesType:
+			v, _ := protowire.ConsumeBytes(value)
+			if h.eds = splitEDSConfig(v); !h.eds.read {
+				// Not of the usual shape: proto reads it, with the rest.
+				h.rest = append(h.rest, field...)
+			}
+		case num == clusterName || num == clusterType || num == clusterLBPolicy || num == clusterEDSConfig:
+			// Another wire type: proto keeps it as an unknown field, and
+			// may have seen the same number as a known one too.
+			return h, false
+		default:
+			if num == clusterClusterType {
+				h.seen |= 1 << 63
+			}
+			h.rest = append(h.rest, field...)
+			continue
+		}
+		if h.seen&(1<<num) != 0 {
+			return h, false // the last one wins, or messages merge: proto's affair
+		}
+		h.seen |= 1 << num
+	}
+	if h.seen&(1<<clusterType) != 0 && h.seen&(1<<63) != 0 {
+		return h, false // type and cluster_type: the one sent last wins
+	}
+	return h, true
+}
+
+// splitEDSConfig reads an EdsClusterConfig whose eds_config is an empty
+// ads (with, perhaps, a resource_api_version), and whose fields come at
+// most once each; for any other, read is false.
+func splitEDSConfig(b []byte) edsFields {
+	var e edsFields
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || typ != protowire.BytesType {
+			return edsFields{}
+		}
+		v, m := protowire.ConsumeBytes(b[n:])
+		if m < 0 {
+			return edsFields{}
+		}
+		b = b[n+m:]
+		switch {
+		case num == edsServiceName && !e.hasName && utf8.Valid(v):
+			e.serviceName, e.hasName = v, true
+		case num == edsConfigSource && !e.hasSource && splitADSSource(v, &e):
+			e.hasSource = true
+		default:
+			return edsFields{}
+		}
+	}
+	e.read = true
+	return e
+}
+
+// splitADSSource reads a ConfigSource of an empty ads and, perhaps, a
+// resource_api_version, into e; false for any other.
+func splitADSSource(b []byte, e *edsFields) bool {
+	ads := false
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		switch {
+		case num == configSourceADS && typ == protowire.BytesType && !ads:
+			v, m := protowire.ConsumeBytes(b)
+			if m < 0 || len(v) != 0 {
+				return false
+			}
+			b, ads = b[m:], true
+		case num == configSourceAPIVersion && typ == protowire.VarintType && !e.hasVersion:
+			v, m := protowire.ConsumeVarint(b)
+			if m < 0 {
+				return false
+			}
+			b, e.version, e.hasVersion = b[m:], v, true
+		default:
+			return false
+		}
+	}
+	return ads
+}

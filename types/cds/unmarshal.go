@@ -115,6 +115,7 @@ func (t *decodeTarget) unmarshalCluster(raw []byte) error {
 // others.
 type clusterFields struct {
 	seen          uint64 // 1 << field number, for the fields read
+	clusterType   bool   // cluster_type was sent (left to proto)
 	name          []byte
 	typ, lbPolicy uint64
 	eds           edsFields
@@ -168,9 +169,7 @@ func splitCluster(b []byte, rest []byte) (clusterFields, bool) {
 			// may have seen the same number as a known one too.
 			return h, false
 		default:
-			if num == clusterClusterType {
-				h.seen |= 1 << 63
-			}
+			h.clusterType = h.clusterType || num == clusterClusterType
 			h.rest = append(h.rest, field...)
 			continue
 		}
@@ -179,7 +178,7 @@ func splitCluster(b []byte, rest []byte) (clusterFields, bool) {
 		}
 		h.seen |= 1 << num
 	}
-	if h.seen&(1<<clusterType) != 0 && h.seen&(1<<63) != 0 {
+	if h.seen&(1<<clusterType) != 0 && h.clusterType {
 		return h, false // type and cluster_type: the one sent last wins
 	}
 	return h, true

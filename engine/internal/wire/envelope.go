@@ -50,37 +50,11 @@ func parseEnvelope(b []byte, dst []rawAny) (envelope, error) {
 	}
 	var typeURL []byte // the last resource's, valid UTF-8
 	for len(b) > 0 {
-		if b[0] == resourcesTag {
-			// A resource, nearly all of a response: read without
-			// protowire's general calls.
-			if v, rest, ok := lengthDelimited(b[1:]); ok {
-				a, err := parseAny(v, typeURL)
-				if err != nil {
-					return e, errEnvelope
-				}
-				e.resources = append(e.resources, a)
-				typeURL, b = a.typeURL, rest
-				continue
-			}
-		}
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || !num.IsValid() {
+		num, v, rest, err := nextField(b)
+		if err != nil {
 			return e, errEnvelope
 		}
-		b = b[n:]
-		if typ != protowire.BytesType || num < 1 || num > 7 || num == 3 {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return e, errEnvelope
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return e, errEnvelope
-		}
-		b = b[n:]
-		var err error
+		b = rest
 		switch num {
 		case 1:
 			e.version, err = utf8String(v)
@@ -107,6 +81,34 @@ func parseEnvelope(b []byte, dst []rawAny) (envelope, error) {
 		}
 	}
 	return e, nil
+}
+
+// nextField reads the next field of a DiscoveryResponse: its number and
+// value if it is one of the length-delimited fields parseEnvelope reads,
+// number 0 for any other, which is skipped. A resource, nearly all of a
+// response, is split without protowire's general calls when its length
+// allows (lengthDelimited).
+func nextField(b []byte) (num protowire.Number, v, rest []byte, err error) {
+	if b[0] == resourcesTag {
+		if v, rest, ok := lengthDelimited(b[1:]); ok {
+			return 2, v, rest, nil
+		}
+	}
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 || !num.IsValid() {
+		return 0, nil, nil, errEnvelope
+	}
+	b = b[n:]
+	if typ != protowire.BytesType || num < 1 || num > 7 || num == 3 {
+		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			return 0, nil, nil, errEnvelope
+		}
+		return 0, nil, b[n:], nil
+	}
+	if v, n = protowire.ConsumeBytes(b); n < 0 {
+		return 0, nil, nil, errEnvelope
+	}
+	return num, v, b[n:], nil
 }
 
 // countResources counts the resources field of a DiscoveryResponse, so

@@ -33,11 +33,8 @@ type candidate = Resource
 // It returns what the host applies and the failures the NACK lists.
 func (s *stream) decode(typ registry.ResourceType, env envelope) (*Response, *tally) {
 	cands := s.scratch.candidates(len(env.resources))
-	last := s.prev[typ.TypeURL]
-	var prev []heldResource
-	if last != nil {
-		prev = last.byIndex
-	}
+	last := s.lastResponse(typ.TypeURL)
+	prev := last.byIndex
 	for i, res := range env.resources {
 		if i%yieldEvery == yieldEvery-1 {
 			s.yieldIfLong()

@@ -220,15 +220,22 @@ type lastResponse struct {
 	keys  []string
 }
 
-// remember keeps, by index, what the host holds of a SotW response's
-// resources and their keys, for the next response of the type to be
-// compared with (decode, addKey). Only the receiving goroutine uses it.
-func (s *stream) remember(typeURL string, r *Response) {
+// lastResponse returns what the stream keeps of the type's last SotW
+// response, empty before the first.
+func (s *stream) lastResponse(typeURL string) *lastResponse {
 	last := s.prev[typeURL]
 	if last == nil {
 		last = &lastResponse{}
 		s.prev[typeURL] = last
 	}
+	return last
+}
+
+// remember keeps, by index, what the host holds of a SotW response's
+// resources and their keys, for the next response of the type to be
+// compared with (decode, addKey). Only the receiving goroutine uses it.
+func (s *stream) remember(typeURL string, r *Response) {
+	last := s.lastResponse(typeURL)
 	n := 0
 	for i := range r.Resources {
 		n = max(n, int(r.Resources[i].index)+1)

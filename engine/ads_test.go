@@ -325,7 +325,7 @@ func TestCancel(t *testing.T) {
 	w2.NextChanged(t)
 }
 
-// TestCoalescing: a burst of watches leaves in O(types) requests.
+// TestCoalescing: a burst of watches leaves in a few requests per type.
 func TestCoalescing(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	const n = 1000
@@ -345,16 +345,21 @@ func TestCoalescing(t *testing.T) {
 		got[req.GetTypeUrl()] = len(req.GetResourceNames())
 	}
 	st.ExpectNoRequest(t, 50*time.Millisecond)
-	if requests > 12 { // 2000 watches; O(N) would be thousands
-		t.Fatalf("%d watches of 2 types took %d requests, want O(types)", 2*n, requests)
+	// 2 to 9 on this project's 2-core machine: each request carries what
+	// gathered while the one before it was written. One per watch would
+	// be thousands.
+	if requests > 40 {
+		t.Fatalf("%d watches of 2 types took %d requests, want a few per type", 2*n, requests)
 	}
 	t.Logf("%d watches of 2 types in %v: %d requests", 2*n, burst, requests)
 }
 
 // TestBurstOnOpenStream: a burst of watches on a stream that is already
-// open (so it cannot all be in the stream's first request) still leaves
-// in a few requests, not one per watch: each SotW request makes the
-// server send the type's every subscribed resource again.
+// open (so it cannot all be in the stream's first request) leaves in
+// requests that grow with it, not one per watch: each SotW request
+// repeats every subscribed name and makes the server send the type's
+// every subscribed resource again. Each request carries what gathered
+// while the one before it was built and written.
 func TestBurstOnOpenStream(t *testing.T) {
 	const n = 20000
 	f := newFixture(t, fixtureOpts{})
@@ -365,28 +370,29 @@ func TestBurstOnOpenStream(t *testing.T) {
 	for i := 0; i < n; i++ {
 		f.eng.Watch(thing, "t"+itoa(i), w)
 	}
-	requests := 0
+	requests, names := 0, 0
 	for {
 		req := st.RecvT(t)
 		requests++
+		names += len(req.GetResourceNames())
 		if len(req.GetResourceNames()) == n+1 {
 			break
 		}
 	}
-	// 3 on an idle machine; a loaded one can pause the loop of Watch
-	// calls long enough to look quiet a few more times. One request per
-	// watch, or per handful of watches, is what this guards against.
-	if requests > n/500 {
-		t.Fatalf("%d watches on an open stream took %d requests, want a few", n, requests)
+	// 10 to 18 requests, 7 to 9 times the final list's names in all, on
+	// this project's 2-core machine, with -race or without. One request
+	// per watch, or per handful of watches, would be thousands of
+	// requests and some thousand times the names.
+	if requests > n/500 || names > 20*n {
+		t.Fatalf("%d watches on an open stream took %d requests carrying %d names, want a few requests", n, requests, names)
 	}
-	t.Logf("%d watches on an open stream: %d requests", n, requests)
+	t.Logf("%d watches on an open stream: %d requests, %.1f times the final list's names", n, requests, float64(names)/float64(n+1))
 }
 
-// TestAnswerNotHeldByBurst: watches that keep coming without pause never
-// let a burst settle; a response applied
-// meanwhile is still answered at once (a SotW server may send nothing
-// more of the type until it is), not once the watches pause or the
-// settling gives up after a second.
+// TestAnswerNotHeldByBurst: while watches keep coming without pause, a
+// response is still answered at once (a SotW server may send nothing
+// more of the type until it is), not once the watches pause. A writer
+// that waited for a burst to end held the ACK 75 ms to 1.9 s here.
 func TestAnswerNotHeldByBurst(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	var w engine.WatcherFuncs
@@ -421,7 +427,7 @@ func TestAnswerNotHeldByBurst(t *testing.T) {
 		}
 	}()
 	defer func() { close(stop); <-churned }()
-	// Let the churn show itself as a burst that the writer settles.
+	// Let the churn get going: the writer is busy with its requests.
 	for deadline := time.Now().Add(100 * time.Millisecond); time.Now().Before(deadline); {
 		st.RecvT(t)
 	}
@@ -438,9 +444,7 @@ func TestAnswerNotHeldByBurst(t *testing.T) {
 		}
 		break
 	}
-	// The answer waits at most for one settling sleep (a timer tick) and
-	// the apply.
-	// While the churn goes on, a settling writer held it 75 ms to 1.9 s.
+	// The answer waits for the request being written and the apply.
 	took := time.Since(start)
 	if took > 40*time.Millisecond {
 		t.Fatalf("ACK took %v while watches kept coming, want it at once", took)
@@ -449,9 +453,9 @@ func TestAnswerNotHeldByBurst(t *testing.T) {
 }
 
 // TestSingleWatchIsWrittenAtOnce: a watch that finds the stream idle is
-// written without waiting for a burst to settle. Waiting would take at
-// least the settling quiet period (250 µs), so the fastest of a few
-// tries shows whether any waited.
+// written without waiting. A wait on a clock lasts at least a timer tick
+// (a 250 µs sleep lasts about a millisecond on Linux), so the fastest of
+// a few tries shows whether any waited.
 func TestSingleWatchIsWrittenAtOnce(t *testing.T) {
 	e, tr := memEngine(t, registry.MustNew(cds.Type))
 	defer e.Close()
@@ -471,7 +475,7 @@ func TestSingleWatchIsWrittenAtOnce(t *testing.T) {
 		st.awaitSubscription(t, 1)
 	}
 	if fastest >= 250*time.Microsecond {
-		t.Fatalf("fastest of 20 single watches reached the server after %v: it waited for a burst to settle", fastest)
+		t.Fatalf("fastest of 20 single watches reached the server after %v: it waited", fastest)
 	}
 	t.Logf("fastest single watch to request: %v", fastest)
 }

@@ -54,10 +54,6 @@ type Engine struct {
 	hashSeed   maphash.Seed
 	streamsRun sync.WaitGroup
 	metrics    *metrics
-	// applying is odd while a response is being applied, and counts the
-	// starts and ends: the engine's lock is held then, so subscriptions
-	// cannot change, and request batching must not mistake that for quiet.
-	applying atomic.Uint64
 	// callers counts Watch and cancel calls waiting for the lock: a
 	// response applied in parts lets them in between parts.
 	callers atomic.Int32

@@ -154,7 +154,6 @@ func (c *channel) startStreamLocked() {
 		Lock:                 &e.mu,
 		Open:                 c.openStream,
 		Goroutines:           &e.streamsRun,
-		Applying:             &e.applying,
 		Callers:              &e.callers,
 		Types:                e.lookupType,
 		Switches:             e.switches,

@@ -131,8 +131,6 @@ func (s *stream) applyLocked(nonce string, r *Response, t *tally, gate *Gate) bo
 	typeURL := r.Type.TypeURL
 	st := s.typeLocked(typeURL)
 	st.nonce = nonce
-	s.cfg.Applying.Add(1)
-	defer s.cfg.Applying.Add(1)
 	// A request written between parts would carry the new nonce and the
 	// old version: a NACK the server never got. The type waits.
 	st.applying = true

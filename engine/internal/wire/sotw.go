@@ -3,7 +3,6 @@ package wire
 import (
 	"context"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -31,10 +30,6 @@ type stream struct {
 	types        map[string]*streamType
 	dirty        map[string]bool
 	wake         chan struct{}
-	// subChanges counts subscription changes, so the writer can tell a
-	// burst of watches still under way from a single ACK.
-	subChanges atomic.Uint64
-	builtAt    uint64 // only the send loop touches it
 
 	holds holds
 
@@ -93,7 +88,6 @@ func (s *stream) Start() {
 func (s *stream) StartedLocked() bool { return s.started }
 
 func (s *stream) TypeChangedLocked(typeURL string) {
-	s.subChanges.Add(1)
 	s.markDirtyLocked(typeURL)
 }
 
@@ -167,25 +161,21 @@ func (s *stream) run() {
 
 func (s *stream) sendLoop() {
 	defer s.cfg.Goroutines.Done()
-	// A change that finds the writer idle is written at once; changes
-	// made while a request was built and written are a burst of watches
-	// under way, and the next request waits for it to settle. The
-	// stream's first request settles too: the watches that opened the
-	// stream may still be arriving.
-	first := true
+	// Batching follows from this loop: each request carries everything
+	// pending when it is built, and what changes while it is built and
+	// written waits for the next one. A single watch on an idle stream is
+	// written at once; a burst of watches leaves in requests that grow
+	// with it, as many as the burst outlasts the writes, and the stream's
+	// own flow control (gRPC's write quota, the peer's window) holds the
+	// writer back when the server reads slowly, so the changes gather
+	// meanwhile. No clock is involved.
 	for {
 		select {
 		case <-s.wake:
 		case <-s.ctx.Done():
 			return
 		}
-		for idle := !first; ; idle = false {
-			if idle {
-				s.builtAt = s.subChanges.Load()
-			} else {
-				s.settle()
-			}
-			first = false
+		for {
 			s.cfg.Lock.Lock()
 			if s.ended {
 				s.cfg.Lock.Unlock()
@@ -226,70 +216,6 @@ func (s *stream) nextMessageLocked() (proto.Message, string) {
 		return req, typeURL
 	}
 	return nil, ""
-}
-
-// settle lets a burst of subscription changes (many watches registered
-// in a loop) finish before a request is built, so that the burst leaves
-// in a few requests per type instead of one per watch: each request of a
-// SotW stream makes the server send every subscribed resource again, so
-// a burst sent piecemeal costs the server, and this client, the square of
-// its size. The send loop calls it only once a burst has shown itself
-// (changes made while a request was being written); a single watch on an
-// idle stream is written at once. It waits until the subscriptions have
-// not changed for a quiet period, at most about a second, and not at all
-// while a response waits for its answer (answerDue). A response being
-// applied holds the engine's lock, so Watch calls wait meanwhile: that is
-// no quiet, and does not count. It sleeps rather than spins, leaving the
-// CPU to the goroutine registering the watches.
-func (s *stream) settle() {
-	const (
-		quiet = 250 * time.Microsecond
-		limit = time.Second
-	)
-	last := s.subChanges.Load()
-	if last == s.builtAt || s.answerDue() {
-		s.builtAt = last
-		return
-	}
-	lastApply := s.cfg.Applying.Load()
-	// Stalls do not count, but a server whose responses never stop must
-	// not hold subscriptions back for ever either. What counts is the
-	// time slept, not the quiet asked for: a short sleep can last a
-	// timer tick.
-	deadline := time.Now().Add(10 * limit)
-	for waited := time.Duration(0); waited < limit && time.Now().Before(deadline); {
-		start := time.Now()
-		time.Sleep(quiet)
-		slept := time.Since(start)
-		if s.answerDue() {
-			break
-		}
-		n, apply := s.subChanges.Load(), s.cfg.Applying.Load()
-		stalled := apply != lastApply || apply%2 == 1
-		if n == last && !stalled {
-			break
-		}
-		if !stalled {
-			waited += slept
-		}
-		last, lastApply = n, apply
-	}
-	s.builtAt = s.subChanges.Load()
-}
-
-// answerDue reports whether a response has been applied that no request
-// has answered yet: its ACK (or NACK) goes now, with whatever is
-// subscribed by then, since a server may send nothing more of the type
-// until it has it.
-func (s *stream) answerDue() bool {
-	s.cfg.Lock.Lock()
-	defer s.cfg.Lock.Unlock()
-	for _, st := range s.types {
-		if !st.applying && st.nonce != st.lastNon {
-			return true
-		}
-	}
-	return false
 }
 
 // sameSlice reports whether a and b are the same slice: the host hands

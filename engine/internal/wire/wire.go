@@ -123,11 +123,6 @@ type Config struct {
 	// Goroutines tracks the stream's goroutines, so that the engine can
 	// wait for them on Close.
 	Goroutines *sync.WaitGroup
-	// Applying is odd while a response is applied (by any stream of the
-	// engine) and counts the starts and ends. The lock is held then, so
-	// Watch calls cannot change subscriptions, and request batching must
-	// not mistake that for quiet.
-	Applying *atomic.Uint64
 	// Callers counts calls (Watch, cancel) waiting for Lock. Between the
 	// parts of a response the stream lets them in first.
 	Callers *atomic.Int32

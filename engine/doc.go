@@ -29,7 +29,8 @@
 // watched. The first request of each stream carries the node with the
 // user agent and client features. Each request lists every subscribed name
 // of its type; requests are built when written, so a burst of watches
-// leaves in one request per type. A response is ACKed with its version
+// leaves in a few requests per type, each carrying what gathered while
+// the one before it was written. A response is ACKed with its version
 // when at least one resource was valid or none failed, and NACKed
 // otherwise, with the last accepted version and an error_detail naming
 // every failing resource by index and name. The accepted version is kept

@@ -13,7 +13,7 @@ import (
 // stream is one ADS stream attempt, State of the World or incremental
 // (delta). Requests are built from the host's state when they are
 // written, not when the state changes, so a burst of watches of one type
-// becomes one request.
+// becomes a few requests (sendLoop).
 type stream struct {
 	cfg    Config
 	host   Host

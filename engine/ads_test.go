@@ -101,6 +101,50 @@ func TestTP3ErrorsAreACKed(t *testing.T) {
 	}
 }
 
+// TestTimerRunsFromItsOwnRequest: names written in one request share a
+// does-not-exist timer, and each name's still runs 15 s from the request
+// that first carried it: one that arrives, or is no longer watched, stops
+// only its own; the others of its request time out together, and a name
+// of a later request times out later.
+func TestTimerRunsFromItsOwnRequest(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	wa, _ := f.watch(thing, "a")
+	wb, _ := f.watch(thing, "b")
+	wd, cancelD := f.watch(thing, "d")
+	st := f.servers[0].WaitStream(t)
+	recvNames(t, st, thing, "a", "b", "d")
+	f.clock.WaitForTimer(t, 15*time.Second)
+
+	f.clock.Advance(5 * time.Second)
+	wc, _ := f.watch(thing, "c")
+	recvNames(t, st, thing, "a", "b", "c", "d")
+	f.clock.WaitForTimer(t, 15*time.Second) // c's, 5 s after a's, b's and d's
+	cancelD()
+	recvNames(t, st, thing, "a", "b", "c")
+
+	f.clock.Advance(5 * time.Second)
+	st.SendT(t, resp(thing, "1", res(thing, "a")))
+	if ev := wa.NextChanged(t); ev.Err != nil {
+		t.Fatalf("a: got %v, want the resource", ev)
+	}
+	st.RecvT(t) // the ACK
+
+	f.clock.WaitForTimer(t, 5*time.Second)
+	f.clock.Advance(5 * time.Second) // 15 s after the first request
+	checkEvent(t, wb.NextChanged(t), false, codes.NotFound)
+	wc.ExpectNone(t, 20*time.Millisecond)
+	wa.ExpectNone(t, 0)
+	wd.ExpectNone(t, 0)
+
+	f.clock.WaitForTimer(t, 5*time.Second)
+	f.clock.Advance(5 * time.Second) // 15 s after c's request
+	checkEvent(t, wc.NextChanged(t), false, codes.NotFound)
+	wa.ExpectNone(t, 20*time.Millisecond)
+	if d := f.clock.PendingDurations(); slices.Contains(d, 15*time.Second) || slices.Contains(d, 5*time.Second) {
+		t.Fatalf("a does-not-exist timer is still pending: %v", d)
+	}
+}
+
 // TestStreamRestartKeepsVersion: version_info survives a new stream, the
 // nonce does not, and the node is sent again.
 func TestStreamRestartKeepsVersion(t *testing.T) {

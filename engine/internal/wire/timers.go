@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"slices"
 	"time"
 
 	"github.com/xdsengine/xdsengine/internal/xdsname"
@@ -10,14 +11,31 @@ import (
 // from the first write of the name on this stream until the resource (or
 // a TP3 error for it) arrives, and only if nothing is cached (A57, A88).
 type subscription struct {
-	owner     *streamType
-	timerStop func() bool
-	settled   bool // seen, expired or cached when first written
-	// The timer ran from start for timeout, plus the time the stream was
-	// held since (its held time was heldAtStart at the start).
+	owner   *streamType
+	settled bool // seen, expired or cached when first written
+	// timer is the group whose timer runs for this name, nil once it is
+	// settled or if it never needed one.
+	timer *timerGroup
+}
+
+// timerGroup is the does-not-exist timer of the names one request wrote
+// for the first time. They start together and run for the same length,
+// so one clock timer serves them all: a cold start of 1,000 watches
+// starts one timer, not 1,000, and a name's resource arriving costs a
+// count, not a timer's stop. The timer runs from start for timeout, plus
+// the time the stream was held since (its held time was heldAtStart at
+// the start).
+type timerGroup struct {
+	typeURL     string
 	start       time.Time
 	timeout     time.Duration
 	heldAtStart time.Duration
+	names       []string
+	subs        []*subscription
+	// running counts the subs whose timer is this group's: at zero the
+	// clock timer is stopped.
+	running int
+	stop    func() bool
 }
 
 // holds tracks the time a stream spends held: from the receipt of a
@@ -33,12 +51,7 @@ type holds struct {
 	start time.Time
 	sum   time.Duration // earlier holds
 	// deferred are timers that expired during a hold.
-	deferred []deferredTimer
-}
-
-type deferredTimer struct {
-	typeURL, name string
-	sub           *subscription
+	deferred []*timerGroup
 }
 
 // trackSubscriptionsLocked records the names of a request being built:
@@ -86,7 +99,8 @@ func diffSorted(old, cur []string, removed, added func(string)) {
 
 // onWrittenLocked starts the does-not-exist timer of each name written for
 // the first time on this stream whose resource is neither cached nor
-// already settled by a response.
+// already settled by a response. Names with the same timeout share a
+// timer.
 func (s *stream) onWrittenLocked(typeURL string) {
 	if s.ended {
 		return
@@ -94,9 +108,10 @@ func (s *stream) onWrittenLocked(typeURL string) {
 	st := s.typeLocked(typeURL)
 	fresh := st.fresh
 	st.fresh = st.fresh[:0]
+	var groups []*timerGroup // one in practice: the timeout is the server's
 	for _, f := range fresh {
 		name, sub := f.name, f.sub
-		if st.subs[name] != sub || sub.settled || sub.timerStop != nil {
+		if st.subs[name] != sub || sub.settled || sub.timer != nil {
 			continue
 		}
 		timeout, ok := s.host.TimerLocked(typeURL, name)
@@ -104,36 +119,63 @@ func (s *stream) onWrittenLocked(typeURL string) {
 			sub.markSettled()
 			continue
 		}
-		sub.start, sub.timeout, sub.heldAtStart = s.cfg.Clock.Now(), timeout, s.heldLocked()
-		sub.timerStop = s.cfg.Clock.AfterFunc(timeout, func() { s.onTimer(typeURL, name, sub) })
+		i := slices.IndexFunc(groups, func(g *timerGroup) bool { return g.timeout == timeout })
+		if i < 0 {
+			i = len(groups)
+			groups = append(groups, &timerGroup{typeURL: typeURL, start: s.cfg.Clock.Now(), timeout: timeout, heldAtStart: s.heldLocked()})
+		}
+		g := groups[i]
+		g.names = append(g.names, name)
+		g.subs = append(g.subs, sub)
+		g.running++
+		sub.timer = g
+	}
+	for _, g := range groups {
+		s.startTimerLocked(g, g.timeout)
 	}
 }
 
-func (s *stream) onTimer(typeURL, name string, sub *subscription) {
+func (s *stream) startTimerLocked(g *timerGroup, after time.Duration) {
+	g.stop = s.cfg.Clock.AfterFunc(after, func() { s.onTimer(g) })
+}
+
+func (s *stream) onTimer(g *timerGroup) {
 	s.cfg.Lock.Lock()
 	defer s.cfg.Lock.Unlock()
-	if s.ended || sub.settled || s.types[typeURL].subs[name] != sub {
+	if s.ended || g.running == 0 {
 		return
 	}
-	sub.timerStop = nil
-	if g := s.holds.gate; g != nil && !g.isOpen() {
-		s.holds.deferred = append(s.holds.deferred, deferredTimer{typeURL, name, sub})
+	g.stop = nil
+	if h := s.holds.gate; h != nil && !h.isOpen() {
+		s.holds.deferred = append(s.holds.deferred, g)
 		return
 	}
-	s.expireOrExtendLocked(typeURL, name, sub)
+	s.expireOrExtendLocked(g)
 }
 
 // expireOrExtendLocked ends a timer that ran its length: the time the
 // stream was held meanwhile does not count, so the timer is extended by
-// it; once none is left, the resource is declared missing.
-func (s *stream) expireOrExtendLocked(typeURL, name string, sub *subscription) {
-	deadline := sub.start.Add(sub.timeout + s.heldLocked() - sub.heldAtStart)
+// it; once none is left, its names still waiting are declared missing.
+func (s *stream) expireOrExtendLocked(g *timerGroup) {
+	deadline := g.start.Add(g.timeout + s.heldLocked() - g.heldAtStart)
 	if left := deadline.Sub(s.cfg.Clock.Now()); left > 0 {
-		sub.timerStop = s.cfg.Clock.AfterFunc(left, func() { s.onTimer(typeURL, name, sub) })
+		s.startTimerLocked(g, left)
 		return
 	}
-	sub.markSettled()
-	s.host.TimeoutLocked(typeURL, name)
+	// TimeoutLocked notifies watchers and may change subscriptions, so
+	// each name is checked as it comes.
+	for i, sub := range g.subs {
+		if s.ended {
+			return
+		}
+		if sub.timer != g || s.types[g.typeURL].subs[g.names[i]] != sub {
+			continue
+		}
+		sub.timer = nil
+		g.running--
+		sub.markSettled()
+		s.host.TimeoutLocked(g.typeURL, g.names[i])
+	}
 }
 
 // heldLocked is the total time the stream has been held so far.
@@ -167,9 +209,9 @@ func (s *stream) unholdLocked() {
 	h.gate = nil
 	deferred := h.deferred
 	h.deferred = nil
-	for _, d := range deferred {
-		if !s.ended && !d.sub.settled && s.types[d.typeURL].subs[d.name] == d.sub {
-			s.expireOrExtendLocked(d.typeURL, d.name, d.sub)
+	for _, g := range deferred {
+		if !s.ended && g.running > 0 {
+			s.expireOrExtendLocked(g)
 		}
 	}
 }
@@ -194,12 +236,16 @@ func (s *stream) settleLocked(typeURL, name string) {
 	}
 }
 
-// stopLocked settles the subscription: its timer will not fire.
+// stopLocked settles the subscription: its timer will not fire. The
+// group's clock timer stops with the last of its names.
 func (sub *subscription) stopLocked() {
 	sub.markSettled()
-	if sub.timerStop != nil {
-		sub.timerStop()
-		sub.timerStop = nil
+	if g := sub.timer; g != nil {
+		sub.timer = nil
+		if g.running--; g.running == 0 && g.stop != nil {
+			g.stop()
+			g.stop = nil
+		}
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
@@ -120,13 +122,26 @@ func (s *memStream) ack(tb testing.TB) (nack bool) {
 // clusterResources returns n Clusters; those below changed carry salt in
 // their EDS service name, so that two salts give two versions.
 func clusterResources(n, changed, salt int) []*anypb.Any {
+	return shapedClusterResources(n, changed, salt, false)
+}
+
+// shapedClusterResources is clusterResources, with limits: each Cluster
+// also has a connect timeout, a circuit breaker and outlier detection
+// (cds's BenchmarkDecode's "eds+limits").
+func shapedClusterResources(n, changed, salt int, limits bool) []*anypb.Any {
 	out := make([]*anypb.Any, n)
 	for i := range out {
 		eds := "eds-" + strconv.Itoa(i)
 		if i < changed {
 			eds += "-" + strconv.Itoa(salt)
 		}
-		a, err := anypb.New(xdstest.Cluster("cluster-"+strconv.Itoa(i), eds))
+		c := xdstest.Cluster("cluster-"+strconv.Itoa(i), eds)
+		if limits {
+			c.ConnectTimeout = durationpb.New(time.Second)
+			c.CircuitBreakers = &clusterpb.CircuitBreakers{Thresholds: []*clusterpb.CircuitBreakers_Thresholds{{MaxRequests: wrapperspb.UInt32(100)}}}
+			c.OutlierDetection = &clusterpb.OutlierDetection{Interval: durationpb.New(10 * time.Second), MaxEjectionPercent: wrapperspb.UInt32(20)}
+		}
+		a, err := anypb.New(c)
 		if err != nil {
 			panic(err)
 		}
@@ -213,9 +228,13 @@ func (s *memStream) awaitSubscription(tb testing.TB, n int) int {
 
 // clusterResponse marshals a CDS response of n clusters.
 func clusterResponse(tb testing.TB, n, changed, salt int) []byte {
+	return shapedClusterResponse(tb, n, changed, salt, false)
+}
+
+func shapedClusterResponse(tb testing.TB, n, changed, salt int, limits bool) []byte {
 	b, err := proto.Marshal(&discoverypb.DiscoveryResponse{
 		VersionInfo: "v" + strconv.Itoa(salt), TypeUrl: cds.TypeURL, Nonce: strconv.Itoa(salt),
-		Resources: clusterResources(n, changed, salt),
+		Resources: shapedClusterResources(n, changed, salt, limits),
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -248,7 +267,10 @@ func envelopeNsPerOp(tb testing.TB, b []byte) float64 {
 //
 //   - all/N: every cluster changes in each response (scenario a, and the
 //     scale series at 1k, 10k and 100k);
-//   - one/N: the response re-sends N clusters and changes one (scenario c).
+//   - one/N: the response re-sends N clusters and changes one (scenario c);
+//   - all/1k/limits: all/1k with Clusters that also have a connect
+//     timeout, a circuit breaker and outlier detection, fields the cds
+//     decoder leaves to proto.Unmarshal.
 //
 // x-raw is the time per response over proto.Unmarshal of the same bytes
 // (response and every resource), x-envelope over unmarshalling the
@@ -260,11 +282,13 @@ func BenchmarkSotWClusters(b *testing.B) {
 	for _, tc := range []struct {
 		name       string
 		n, changed int
+		limits     bool
 	}{
-		{"all/1k", 1000, 1000},
-		{"one/1k", 1000, 1},
-		{"all/10k", 10000, 10000},
-		{"all/100k", 100000, 100000},
+		{"all/1k", 1000, 1000, false},
+		{"all/1k/limits", 1000, 1000, true},
+		{"one/1k", 1000, 1, false},
+		{"all/10k", 10000, 10000, false},
+		{"all/100k", 100000, 100000, false},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			e, tr := memEngine(b, registry.MustNew(cds.Type))
@@ -276,7 +300,7 @@ func BenchmarkSotWClusters(b *testing.B) {
 			}
 			st := <-tr.streams
 			st.awaitSubscription(b, tc.n)
-			versions := [2][]byte{clusterResponse(b, tc.n, tc.changed, 0), clusterResponse(b, tc.n, tc.changed, 1)}
+			versions := [2][]byte{shapedClusterResponse(b, tc.n, tc.changed, 0, tc.limits), shapedClusterResponse(b, tc.n, tc.changed, 1, tc.limits)}
 			respond := func(i int, expect int) {
 				c.wg.Add(expect)
 				st.replies <- versions[i%2]

@@ -7,6 +7,7 @@ import (
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // Field numbers of envoy.config.cluster.v3.Cluster, of its
@@ -44,6 +45,7 @@ type decodeTarget struct {
 	source corepb.ConfigSource
 	ads    corepb.ConfigSource_Ads
 	adsMsg corepb.AggregatedConfigSource
+	limits limitMessages
 }
 
 // reset empties pb for the next decode.
@@ -54,17 +56,21 @@ func (t *decodeTarget) reset() {
 		return
 	}
 	t.pb.Name, t.pb.ClusterDiscoveryType, t.pb.LbPolicy, t.pb.EdsClusterConfig = "", nil, 0, nil
+	t.pb.ConnectTimeout, t.pb.CircuitBreakers, t.pb.OutlierDetection = nil, nil, nil
 }
 
 // unmarshalCluster fills t.pb, which is empty, from raw exactly as
 // proto.Unmarshal would (FuzzUnmarshalCluster checks it), but faster for
 // the fields every EDS cluster has: its name, type, lb_policy and an
-// eds_cluster_config that names an ADS config source and a service name.
-// Those are read here, into messages t keeps for the next decode; the
-// rest of the bytes, usually nothing, go through proto.Unmarshal. Two of
-// the fields are oneof members (type, and the config source's ads), which
-// proto decodes through reflection, at more than the cost of the rest of
-// such a Cluster.
+// eds_cluster_config that names an ADS config source and a service name;
+// and for the limits many have: a connect_timeout, circuit_breakers of
+// thresholds and an outlier_detection of wrappers and durations
+// (unmarshal_limits.go). Those are read here, into messages t keeps for
+// the next decode; the rest of the bytes, usually nothing, go through
+// proto.Unmarshal. Two of the fields are oneof members (type, and the
+// config source's ads), which proto decodes through reflection, at more
+// than the cost of the rest of such a Cluster, and proto allocates every
+// wrapper of the limits.
 //
 // Anything out of the ordinary (a field read here sent twice or with
 // another wire type, cluster_type with type, a string that is not UTF-8,
@@ -72,7 +78,7 @@ func (t *decodeTarget) reset() {
 // then has the last word on it, errors included.
 func (t *decodeTarget) unmarshalCluster(raw []byte) error {
 	pb := &t.pb
-	h, ok := splitCluster(raw, t.rest[:0])
+	h, ok := t.split(raw)
 	if cap(h.rest) <= maxRestKept {
 		t.rest = h.rest[:0]
 	}
@@ -108,7 +114,18 @@ func (t *decodeTarget) unmarshalCluster(raw []byte) error {
 		}
 		pb.EdsClusterConfig = &t.eds
 	}
+	t.linkLimits(&h)
 	return nil
+}
+
+// split reads what it can of raw (splitCluster, readLimits); false if
+// proto.Unmarshal must read the whole.
+func (t *decodeTarget) split(raw []byte) (clusterFields, bool) {
+	h, ok := splitCluster(raw, t.rest[:0])
+	if ok {
+		h.rest = t.readLimits(&h, h.rest)
+	}
+	return h, ok
 }
 
 // clusterFields are the fields splitCluster read, and the bytes of the
@@ -120,6 +137,23 @@ type clusterFields struct {
 	typ, lbPolicy uint64
 	eds           edsFields
 	rest          []byte
+
+	connectTimeout, circuitBreakers, outlierDetection limitField
+	// What readLimits read, to be linked into the Cluster.
+	setConnectTimeout                       *durationpb.Duration
+	setCircuitBreakers, setOutlierDetection bool
+}
+
+// limit is the limit field num (connect_timeout, circuit_breakers or
+// outlier_detection).
+func (h *clusterFields) limit(num protowire.Number) *limitField {
+	switch num {
+	case clusterConnectTimeout:
+		return &h.connectTimeout
+	case clusterCircuitBreakers:
+		return &h.circuitBreakers
+	}
+	return &h.outlierDetection
 }
 
 // edsFields is an EdsClusterConfig of the usual shape.
@@ -164,7 +198,11 @@ func splitCluster(b []byte, rest []byte) (clusterFields, bool) {
 				// Not of the usual shape: proto reads it, with the rest.
 				h.rest = append(h.rest, field...)
 			}
-		case num == clusterName || num == clusterType || num == clusterLBPolicy || num == clusterEDSConfig:
+		case (num == clusterConnectTimeout || num == clusterCircuitBreakers || num == clusterOutlierDetection) && typ == protowire.BytesType:
+			v, _ := protowire.ConsumeBytes(value)
+			*h.limit(num) = limitField{present: true, value: v, field: field}
+		case num == clusterName || num == clusterType || num == clusterLBPolicy || num == clusterEDSConfig ||
+			num == clusterConnectTimeout || num == clusterCircuitBreakers || num == clusterOutlierDetection:
 			// Another wire type: proto keeps it as an unknown field, and
 			// may have seen the same number as a known one too.
 			return h, false

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdsengine/xdsengine/xdstest"
 )
@@ -46,6 +47,39 @@ func unmarshalSeeds(tb testing.TB) [][]byte {
 	rich := xdstest.Cluster("c", "")
 	rich.ConnectTimeout = durationpb.New(time.Second)
 	rich.CircuitBreakers = &clusterpb.CircuitBreakers{Thresholds: []*clusterpb.CircuitBreakers_Thresholds{{}}}
+	limits := xdstest.Cluster("c", "eds")
+	limits.ConnectTimeout = durationpb.New(time.Second)
+	limits.CircuitBreakers = &clusterpb.CircuitBreakers{Thresholds: []*clusterpb.CircuitBreakers_Thresholds{{MaxRequests: wrapperspb.UInt32(100)}}}
+	limits.OutlierDetection = &clusterpb.OutlierDetection{Interval: durationpb.New(10 * time.Second), MaxEjectionPercent: wrapperspb.UInt32(20)}
+	u32 := wrapperspb.UInt32
+	full := xdstest.Cluster("c", "eds")
+	full.ConnectTimeout = &durationpb.Duration{Seconds: -3, Nanos: -5}
+	full.CircuitBreakers = &clusterpb.CircuitBreakers{Thresholds: []*clusterpb.CircuitBreakers_Thresholds{
+		{Priority: corepb.RoutingPriority_HIGH, MaxConnections: u32(1), MaxPendingRequests: u32(2), MaxRequests: u32(3), MaxRetries: u32(4), TrackRemaining: true, MaxConnectionPools: u32(5)},
+		{}, {MaxRequests: u32(0)}, {Priority: 7},
+	}}
+	full.OutlierDetection = &clusterpb.OutlierDetection{
+		Consecutive_5Xx: u32(1), Interval: durationpb.New(time.Second), BaseEjectionTime: durationpb.New(2 * time.Second),
+		MaxEjectionPercent: u32(4), EnforcingConsecutive_5Xx: u32(5), EnforcingSuccessRate: u32(6), SuccessRateMinimumHosts: u32(7),
+		SuccessRateRequestVolume: u32(8), SuccessRateStdevFactor: u32(9), ConsecutiveGatewayFailure: u32(10),
+		EnforcingConsecutiveGatewayFailure: u32(11), SplitExternalLocalOriginErrors: true, ConsecutiveLocalOriginFailure: u32(13),
+		EnforcingConsecutiveLocalOriginFailure: u32(14), EnforcingLocalOriginSuccessRate: u32(15), FailurePercentageThreshold: u32(16),
+		EnforcingFailurePercentage: u32(17), EnforcingFailurePercentageLocalOrigin: u32(18), FailurePercentageMinimumHosts: u32(19),
+		FailurePercentageRequestVolume: u32(20), MaxEjectionTime: durationpb.New(time.Minute), MaxEjectionTimeJitter: &durationpb.Duration{},
+		SuccessfulActiveHealthCheckUnejectHost: wrapperspb.Bool(true), AlwaysEjectOneHost: wrapperspb.Bool(false), DetectDegradedHosts: wrapperspb.Bool(true),
+	}
+	monitors := xdstest.Cluster("c", "eds")
+	monitors.OutlierDetection = &clusterpb.OutlierDetection{Monitors: []*corepb.TypedExtensionConfig{{Name: "m"}}}
+	budget := xdstest.Cluster("c", "eds")
+	budget.CircuitBreakers = &clusterpb.CircuitBreakers{
+		Thresholds:        []*clusterpb.CircuitBreakers_Thresholds{{RetryBudget: &clusterpb.CircuitBreakers_Thresholds_RetryBudget{}}},
+		PerHostThresholds: []*clusterpb.CircuitBreakers_Thresholds{{}},
+	}
+	five := xdstest.Cluster("c", "eds")
+	five.CircuitBreakers = &clusterpb.CircuitBreakers{Thresholds: []*clusterpb.CircuitBreakers_Thresholds{{}, {}, {}, {}, {MaxRetries: u32(9)}}}
+	bytesField := func(num protowire.Number, v []byte) []byte {
+		return protowire.AppendBytes(tag(num, protowire.BytesType), v)
+	}
 	self := xdstest.Cluster("c", "eds")
 	self.EdsClusterConfig.EdsConfig = &corepb.ConfigSource{ConfigSourceSpecifier: &corepb.ConfigSource_Self{Self: &corepb.SelfConfigSource{}}}
 	aggregate := &clusterpb.Cluster{Name: "agg", ClusterDiscoveryType: &clusterpb.Cluster_ClusterType{ClusterType: &clusterpb.Cluster_CustomClusterType{Name: "x"}}}
@@ -68,6 +102,29 @@ func unmarshalSeeds(tb testing.TB) [][]byte {
 			str(2, "s")))),
 		cat(str(1, "n"), protowire.AppendBytes(tag(3, protowire.BytesType), cat(
 			protowire.AppendBytes(tag(1, protowire.BytesType), cat(str(3, ""), str(3, ""))), str(2, "s"), str(2, "t")))),
+		// The limits: usual, every field, and around them.
+		m(limits), m(full), m(monitors), m(budget), m(five),
+		cat(m(limits), m(limits)),                                                         // every limit twice
+		cat(m(usual), varint(4, 1), varint(10, 1), varint(19, 1)),                         // limits as varints
+		cat(m(usual), bytesField(4, cat(varint(1, 1), varint(1, 2)))),                     // seconds twice
+		cat(m(usual), bytesField(4, cat(varint(2, 1<<40), varint(1, 1<<63)))),             // nanos beyond int32, seconds negative
+		cat(m(usual), bytesField(4, cat(str(1, "x")))),                                    // seconds as bytes
+		cat(m(usual), bytesField(4, cat(varint(3, 1)))),                                   // an unknown field
+		cat(m(usual), bytesField(19, bytesField(4, cat(varint(1, 1<<33), varint(1, 2))))), // a wrapper's value twice
+		cat(m(usual), bytesField(19, bytesField(4, varint(2, 1)))),                        // a wrapper's unknown field
+		cat(m(usual), bytesField(19, bytesField(2, nil))),                                 // an empty duration
+		cat(m(usual), bytesField(19, cat(varint(12, 2), bytesField(23, varint(1, 3))))),   // bools beyond 1
+		cat(m(usual), bytesField(19, cat(bytesField(1, nil), bytesField(1, nil)))),        // a field twice
+		cat(m(usual), bytesField(19, bytesField(12, nil))),                                // a bool as bytes
+		cat(m(usual), bytesField(10, bytesField(1, cat(varint(1, 1<<35), varint(6, 1))))), // priority beyond int32
+		cat(m(usual), bytesField(10, bytesField(1, cat(bytesField(4, nil), bytesField(4, nil))))),
+		cat(m(usual), bytesField(10, bytesField(1, varint(4, 1)))), // a limit as a varint
+		cat(m(usual), bytesField(10, bytesField(1, tag(3, protowire.BytesType)))),
+		// A message field twice merges: the value of the first stays.
+		cat(m(usual), bytesField(10, bytesField(1, cat(bytesField(4, varint(1, 5)), bytesField(4, nil))))),
+		cat(m(usual), bytesField(19, cat(bytesField(1, varint(1, 5)), bytesField(1, nil)))),
+		cat(m(usual), bytesField(19, cat(bytesField(2, varint(1, 5)), bytesField(2, varint(2, 7))))),
+		cat(m(usual), bytesField(4, varint(1, 5)), bytesField(4, varint(2, 7))),
 	}
 }
 
@@ -106,14 +163,17 @@ func TestUnmarshalClusterReadsUsualShape(t *testing.T) {
 	}{
 		{"usual", seeds[0], true, true},
 		{"with resource_api_version", seeds[1], true, true},
-		{"connect_timeout and circuit_breakers", seeds[2], true, false},
-		{"self config source", seeds[3], true, false},
-		{"every field twice", seeds[7], false, false},
-		{"type, then cluster_type", seeds[9], false, false},
-		{"name not UTF-8", seeds[11], false, false},
+		{"connect_timeout and circuit_breakers", seeds[2], true, true},
+		{"limits", seeds[20], true, true},
+		{"every limit field", seeds[21], true, true},
+		{"outlier detection monitors", seeds[22], true, false},
+		{"retry budget, per host thresholds", seeds[23], true, false},
+		{"five thresholds", seeds[24], true, false},
+		{"every limit twice", seeds[25], false, false},
+		{"a wrapper's value twice", seeds[31], true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, ok := splitCluster(tc.raw, nil)
+			h, ok := (&decodeTarget{}).split(tc.raw)
 			if ok != tc.split || (ok && (len(h.rest) == 0) != tc.restless) {
 				t.Errorf("split %v with %d bytes left, want split %v, nothing left %v", ok, len(h.rest), tc.split, tc.restless)
 			}

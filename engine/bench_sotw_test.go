@@ -269,8 +269,7 @@ func envelopeNsPerOp(tb testing.TB, b []byte) float64 {
 //     scale series at 1k, 10k and 100k);
 //   - one/N: the response re-sends N clusters and changes one (scenario c);
 //   - all/1k/limits: all/1k with Clusters that also have a connect
-//     timeout, a circuit breaker and outlier detection, fields the cds
-//     decoder leaves to proto.Unmarshal.
+//     timeout, a circuit breaker and outlier detection.
 //
 // x-raw is the time per response over proto.Unmarshal of the same bytes
 // (response and every resource), x-envelope over unmarshalling the

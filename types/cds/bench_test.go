@@ -20,7 +20,9 @@ import (
 // the usual EDS cluster (name, type, eds_cluster_config with ADS and a
 // service name, lb_policy), which the decoder reads from its bytes;
 // "eds+limits" adds a connect_timeout, circuit breakers and outlier
-// detection, which go through proto.Unmarshal. Run it with
+// detection, which the decoder reads from the bytes too; "eds+budget"
+// gives the circuit breaker a retry budget, which sends circuit_breakers
+// through proto.Unmarshal. Run it with
 //
 //	go test -run '^$' -bench BenchmarkDecode -benchmem ./types/cds/
 func BenchmarkDecode(b *testing.B) {
@@ -28,12 +30,15 @@ func BenchmarkDecode(b *testing.B) {
 	limits.ConnectTimeout = durationpb.New(time.Second)
 	limits.CircuitBreakers = &clusterpb.CircuitBreakers{Thresholds: []*clusterpb.CircuitBreakers_Thresholds{{MaxRequests: wrapperspb.UInt32(100)}}}
 	limits.OutlierDetection = &clusterpb.OutlierDetection{Interval: durationpb.New(10 * time.Second), MaxEjectionPercent: wrapperspb.UInt32(20)}
+	budget := proto.Clone(limits).(*clusterpb.Cluster)
+	budget.CircuitBreakers.Thresholds[0].RetryBudget = &clusterpb.CircuitBreakers_Thresholds_RetryBudget{MinRetryConcurrency: wrapperspb.UInt32(3)}
 	for _, shape := range []struct {
 		name    string
 		cluster *clusterpb.Cluster
 	}{
 		{"eds", xdstest.Cluster("cluster-1", "eds-1")},
 		{"eds+limits", limits},
+		{"eds+budget", budget},
 	} {
 		raw := marshal(b, shape.cluster)
 		var rawNs float64

@@ -204,10 +204,10 @@ func (c *channel) ResourceVersionsLocked(typeURL string) map[string]string {
 			if versions == nil {
 				versions = make(map[string]string)
 			}
-			if en.members != nil {
+			if en.glob != nil && en.glob.members != nil {
 				// A glob collection: its members are what the server
 				// knows by name.
-				for m, v := range en.memberVersions {
+				for m, v := range en.glob.memberVersions {
 					versions[m] = v
 				}
 				continue

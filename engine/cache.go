@@ -124,8 +124,14 @@ type entry struct {
 	// ambient is the last error given to watchers as ambient; a new
 	// watcher sees it after the cached resource.
 	ambient error
-	// members are a glob collection's resources by name (glob.go), and
-	// memberErr why the last response left one unchanged.
+	// glob is a glob collection's members (glob.go), nil for any other
+	// entry: kept apart, so that the others do not carry its fields.
+	glob *globMembers
+}
+
+// globMembers are a glob collection's resources by name, and memberErr
+// why the last response left one unchanged.
+type globMembers struct {
 	members   map[string]registry.Resource
 	memberErr error
 	// memberVersions are the members' own versions (delta), for

@@ -39,37 +39,41 @@ func (c *channel) applyMemberLocked(typeURL, key string, value registry.Resource
 	if ge == nil {
 		return false
 	}
+	if ge.glob == nil {
+		ge.glob = &globMembers{}
+	}
+	gm := ge.glob
 	if ge.source != nil && ge.source != c {
 		// Another server (a fallback, or the primary back): its members
 		// are the collection now, not a union with the last server's.
-		ge.members, ge.memberVersions = nil, nil
+		gm.members, gm.memberVersions = nil, nil
 		ge.source = c
 	}
 	switch {
 	case resErr != nil:
 		// The member's last good value stays; the collection's watchers
 		// hear why it did not change.
-		ge.memberErr = fmt.Errorf("invalid member %s: %w", wire.QuoteName(key), resErr)
+		gm.memberErr = fmt.Errorf("invalid member %s: %w", wire.QuoteName(key), resErr)
 	case value == nil:
-		if _, had := ge.members[key]; !had {
+		if _, had := gm.members[key]; !had {
 			return true
 		}
-		delete(ge.members, key)
-		delete(ge.memberVersions, key)
+		delete(gm.members, key)
+		delete(gm.memberVersions, key)
 	default:
 		if version != "" {
-			if ge.memberVersions == nil {
-				ge.memberVersions = make(map[string]string)
+			if gm.memberVersions == nil {
+				gm.memberVersions = make(map[string]string)
 			}
-			ge.memberVersions[key] = version
+			gm.memberVersions[key] = version
 		}
-		if old, had := ge.members[key]; had && resourcesEqual(old, value) {
+		if old, had := gm.members[key]; had && resourcesEqual(old, value) {
 			return true
 		}
-		if ge.members == nil {
-			ge.members = make(map[string]registry.Resource)
+		if gm.members == nil {
+			gm.members = make(map[string]registry.Resource)
 		}
-		ge.members[key] = value
+		gm.members[key] = value
 	}
 	if c.globsTouched == nil {
 		c.globsTouched = make(map[*entry]bool)
@@ -91,21 +95,22 @@ func (c *channel) deliverGlobsLocked(version string, received time.Time, gate *w
 		if ge.watchers == nil && ge.orphaned {
 			continue
 		}
-		if err := ge.memberErr; err != nil {
-			ge.memberErr = nil
+		gm := ge.glob
+		if err := gm.memberErr; err != nil {
+			gm.memberErr = nil
 			nack := e.newError(KindNACK, codes.InvalidArgument, ge, c, err)
 			ge.ambient = nack
 			e.notifyAmbientLocked(ge, nack, gate)
 			continue
 		}
-		names := make([]string, 0, len(ge.members))
-		for n := range ge.members {
+		names := make([]string, 0, len(gm.members))
+		for n := range gm.members {
 			names = append(names, n)
 		}
 		slices.Sort(names)
 		coll := &registry.GlobCollection{Name: ge.name, Members: make([]registry.GlobMember, len(names))}
 		for i, n := range names {
-			coll.Members[i] = registry.GlobMember{Name: n, Resource: ge.members[n]}
+			coll.Members[i] = registry.GlobMember{Name: n, Resource: gm.members[n]}
 		}
 		ge.version, ge.updated, ge.state, ge.source = version, received, StateACKed, c
 		ge.err, ge.ambient, ge.failedVersion, ge.failedAt = nil, nil, "", time.Time{}

@@ -104,7 +104,7 @@ func (c *channel) StillHeldLocked(held any, heldRaw []byte) (name, key string, v
 // error or ambient error: re-sent unchanged, it only takes the new
 // version. A removed or dropped entry holds no bytes.
 func (c *channel) stillHoldsLocked(en *entry, raw []byte) bool {
-	return en.value != nil && en.source == c && en.state == StateACKed && en.err == nil && en.ambient == nil &&
+	return en.value != nil && en.source == c && en.state == StateACKed && en.fail == nil &&
 		en.wrapper == "" && len(raw) > 0 && len(en.raw) == len(raw) && &en.raw[0] == &raw[0]
 }
 

@@ -117,16 +117,65 @@ type entry struct {
 	version string
 	updated time.Time
 
-	state         CacheState
-	err           *Error // why the entry is not ACKED
-	failedVersion string
-	failedAt      time.Time
-	// ambient is the last error given to watchers as ambient; a new
-	// watcher sees it after the cached resource.
-	ambient error
+	state CacheState
+	// fail is the entry's last error and ambient error, nil while it has
+	// neither, as most entries do: kept apart, so that they do not carry
+	// its fields.
+	fail *entryFailure
 	// glob is a glob collection's members (glob.go), nil for any other
 	// entry: kept apart, so that the others do not carry its fields.
 	glob *globMembers
+}
+
+// entryFailure is why an entry is not ACKED (err, with the version and
+// time of the failed update), and the last error its watchers were given
+// as ambient: a new watcher sees it after the cached resource.
+type entryFailure struct {
+	err           *Error
+	failedVersion string
+	failedAt      time.Time
+	ambient       error
+}
+
+// lastError is why the entry is not ACKED, or nil.
+func (en *entry) lastError() *Error {
+	if en.fail == nil {
+		return nil
+	}
+	return en.fail.err
+}
+
+// ambientError is the last error its watchers were given as ambient, or
+// nil.
+func (en *entry) ambientError() error {
+	if en.fail == nil {
+		return nil
+	}
+	return en.fail.ambient
+}
+
+func (en *entry) setError(err *Error, version string, at time.Time) {
+	if en.fail == nil {
+		en.fail = &entryFailure{}
+	}
+	en.fail.err, en.fail.failedVersion, en.fail.failedAt = err, version, at
+}
+
+// setAmbient records the ambient error given to the watchers; nil clears
+// it, and the entry's failure with it once nothing is left.
+func (en *entry) setAmbient(err error) {
+	switch {
+	case err != nil:
+		if en.fail == nil {
+			en.fail = &entryFailure{}
+		}
+		en.fail.ambient = err
+	case en.fail != nil:
+		en.fail.ambient = nil
+		if *en.fail == (entryFailure{}) {
+			en.fail = nil
+		}
+	}
 }
 
 // globMembers are a glob collection's resources by name, and memberErr
@@ -187,22 +236,19 @@ func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, h
 	en.version = version
 	en.updated = received
 	en.state = StateACKed
-	en.err = nil
-	en.failedVersion = ""
-	en.failedAt = time.Time{}
+	hadAmbient := en.ambientError() != nil
+	en.fail = nil
 	en.source = c
 	if !sameBytes || en.wrapper != wrapper {
 		e.setRawLocked(en, raw, hash, wrapper)
 	}
 	if identical {
-		if en.ambient != nil {
-			en.ambient = nil
+		if hadAmbient {
 			e.notifyAmbientLocked(en, nil, gate)
 		}
 		return
 	}
 	en.value = value
-	en.ambient = nil
 	e.notifyChangedLocked(en, value, nil, gate)
 }
 
@@ -250,9 +296,7 @@ func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason
 			return
 		}
 	}
-	en.err = err
-	en.failedVersion = version
-	en.failedAt = e.clock.Now()
+	en.setError(err, version, e.clock.Now())
 	e.notifyErrorLocked(en, err, gate)
 }
 
@@ -263,9 +307,7 @@ func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason
 // response may not have held it at all.
 func (e *Engine) onUnattributedNACKLocked(en *entry, err *Error, gate *wire.Gate) {
 	en.state = StateNACKed
-	en.err = err
-	en.failedVersion = ""
-	en.failedAt = e.clock.Now()
+	en.setError(err, "", e.clock.Now())
 	e.notifyErrorLocked(en, err, gate)
 }
 
@@ -273,11 +315,11 @@ func (e *Engine) onUnattributedNACKLocked(en *entry, err *Error, gate *wire.Gate
 // ambient error while a resource is cached, a changed error otherwise.
 func (e *Engine) notifyErrorLocked(en *entry, err *Error, gate *wire.Gate) {
 	if en.value != nil {
-		en.ambient = err
+		en.setAmbient(err)
 		e.notifyAmbientLocked(en, err, gate)
 		return
 	}
-	en.ambient = nil
+	en.setAmbient(nil)
 	e.notifyChangedLocked(en, nil, err, gate)
 }
 
@@ -297,9 +339,7 @@ func (e *Engine) onTimerLocked(en *entry, c *channel) {
 		en.state = StateDoesNotExist
 		err = e.newError(KindDoesNotExist, codes.NotFound, en, c, fmt.Errorf("resource does not exist (not received within %v)", t.Timeout))
 	}
-	en.err = err
-	en.failedVersion = ""
-	en.failedAt = time.Time{}
+	en.setError(err, "", time.Time{})
 	e.log.Info("xDS resource not received in time", "type", en.typ.ShortName(), "name", en.name, "server", c.server.URI, "state", en.state.String())
 	e.notifyChangedLocked(en, nil, err, nil)
 }

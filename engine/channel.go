@@ -242,8 +242,8 @@ func (c *channel) clearConnectivityErrorsLocked(gate *wire.Gate) {
 		}
 		for _, byName := range a.resources {
 			for _, en := range byName {
-				if en.source == c && en.value != nil && KindOf(en.ambient) == KindConnectivity {
-					en.ambient = nil
+				if en.source == c && en.value != nil && KindOf(en.ambientError()) == KindConnectivity {
+					en.setAmbient(nil)
 					c.e.notifyAmbientLocked(en, nil, gate)
 				}
 			}

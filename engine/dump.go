@@ -70,10 +70,14 @@ type entrySnapshot struct {
 }
 
 func snapshotLocked(en *entry) entrySnapshot {
+	var fail entryFailure
+	if en.fail != nil {
+		fail = *en.fail
+	}
 	return entrySnapshot{
 		typeURL: en.typ.TypeURL, name: en.name, state: en.state, cached: en.value != nil,
 		version: en.version, raw: en.raw, updated: en.updated,
-		err: en.err, failedVersion: en.failedVersion, failedAt: en.failedAt,
+		err: fail.err, failedVersion: fail.failedVersion, failedAt: fail.failedAt,
 	}
 }
 

@@ -99,7 +99,7 @@ func (c *channel) deliverGlobsLocked(version string, received time.Time, gate *w
 		if err := gm.memberErr; err != nil {
 			gm.memberErr = nil
 			nack := e.newError(KindNACK, codes.InvalidArgument, ge, c, err)
-			ge.ambient = nack
+			ge.setAmbient(nack)
 			e.notifyAmbientLocked(ge, nack, gate)
 			continue
 		}
@@ -113,7 +113,7 @@ func (c *channel) deliverGlobsLocked(version string, received time.Time, gate *w
 			coll.Members[i] = registry.GlobMember{Name: n, Resource: gm.members[n]}
 		}
 		ge.version, ge.updated, ge.state, ge.source = version, received, StateACKed, c
-		ge.err, ge.ambient, ge.failedVersion, ge.failedAt = nil, nil, "", time.Time{}
+		ge.fail = nil
 		ge.value = coll
 		e.notifyChangedLocked(ge, coll, nil, gate)
 	}

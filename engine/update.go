@@ -75,8 +75,8 @@ func (e *Engine) updateLocked(en *entry, r registry.Resource, err error) Update 
 	u := Update{Err: err, Received: e.clock.Now()}
 	if xe, ok := err.(*Error); ok {
 		u.ServerURI = xe.ServerURI
-		if xe == en.err {
-			u.Version, u.Received = en.failedVersion, en.failedAt
+		if f := en.fail; f != nil && xe == f.err {
+			u.Version, u.Received = f.failedVersion, f.failedAt
 		}
 	}
 	if u.Received.IsZero() {

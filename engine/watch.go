@@ -116,11 +116,11 @@ func (e *Engine) deliverCurrentLocked(h *watch) {
 	switch {
 	case en.value != nil:
 		e.scheduleLocked(&notice{h: h, u: e.updateLocked(en, en.value, nil)}, nil)
-		if amb := en.ambient; amb != nil {
+		if amb := en.ambientError(); amb != nil {
 			e.scheduleLocked(&notice{h: h, u: Update{Err: amb}, isAmbient: true}, nil)
 		}
-	case en.err != nil:
-		e.scheduleLocked(&notice{h: h, u: e.updateLocked(en, nil, en.err)}, nil)
+	case en.lastError() != nil:
+		e.scheduleLocked(&notice{h: h, u: e.updateLocked(en, nil, en.lastError())}, nil)
 	default:
 		if act := en.auth.active(); act != nil && act.status != nil {
 			e.scheduleLocked(&notice{h: h, u: e.updateLocked(en, nil, e.channelErrorFor(act, en))}, nil)

@@ -168,7 +168,9 @@ func (s *stream) sendLoop() {
 	// with it, as many as the burst outlasts the writes, and the stream's
 	// own flow control (gRPC's write quota, the peer's window) holds the
 	// writer back when the server reads slowly, so the changes gather
-	// meanwhile. No clock is involved.
+	// meanwhile. No clock is involved. A transport that takes every
+	// request at once (an in-memory one) gets more, smaller requests: the
+	// writer's pace is then the only bound.
 	for {
 		select {
 		case <-s.wake:

@@ -101,10 +101,8 @@ type entry struct {
 	name string                 // cache key: the name, canonical for xdstp
 	auth *authority
 	// watchers are in the order they came: usually one or two, so a
-	// slice costs less than a map and notifies in a stable order. The
-	// first is kept in firstWatcher, which fills the entry's size class.
-	watchers     []*watch
-	firstWatcher [1]*watch
+	// slice costs less than a map and notifies in a stable order.
+	watchers []*watch
 	// orphaned: no watcher, waiting for a request without it to be sent.
 	orphaned bool
 

@@ -63,9 +63,6 @@ func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) 
 	wasOrphan := en.orphaned
 	en.orphaned = false
 	h := &watch{w: w, entry: en}
-	if en.watchers == nil {
-		en.watchers = en.firstWatcher[:0:1]
-	}
 	en.watchers = append(en.watchers, h)
 	if created || wasOrphan {
 		e.subscribeLocked(en, created)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -21,6 +22,7 @@ import (
 	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/cds"
+	"github.com/xdsengine/xdsengine/xdstest"
 )
 
 // TestACKNACK checks version_info, response_nonce and error_detail of the
@@ -526,83 +528,163 @@ func TestSingleWatchIsWrittenAtOnce(t *testing.T) {
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
-// TestUnchangedBytesAreNotDecoded: a resource re-sent with the same bytes
-// is recognized without calling the decoder, and not re-delivered.
-func TestUnchangedBytesAreNotDecoded(t *testing.T) {
-	var decodes atomic.Int64
-	base := testtype.Type(thing, false)
-	counting := base
-	counting.Decoder = registry.DecoderFunc(func(raw []byte, o registry.DecodeOptions) (registry.DecodeResult, error) {
-		decodes.Add(1)
-		return base.Decoder.Decode(raw, o)
-	})
-	f := newFixture(t, fixtureOpts{mutate: func(c *engine.Config) { c.Registry = registry.MustNew(counting) }})
-	w, _ := f.watch(thing, "a")
-	st := f.servers[0].WaitStream(t)
-	st.RecvT(t)
-	st.SendT(t, resp(thing, "1", res(thing, "a", "k", "v")))
-	w.NextChanged(t)
-	st.RecvT(t)
-	n := st.SendT(t, resp(thing, "2", res(thing, "a", "k", "v")))
-	wantRequest(t, st.RecvT(t), thing, "2", n, "a")
-	w.ExpectNone(t, 50*time.Millisecond)
-	if got := decodes.Load(); got != 1 {
-		t.Fatalf("decoder called %d times, want 1", got)
+// cacheLookup is one way the engine finds the cached resource that a
+// resource arriving without a wrapper may repeat: by the hash of its bytes
+// (a type without NameField), by the name its type's NameField holds, or
+// by a NameField that does not hold the name, which finds nothing and
+// costs a decode but changes nothing else.
+type cacheLookup struct {
+	name     string
+	typ      registry.ResourceType
+	resource func(name, value string) *anypb.Any // value "bad" is invalid
+	// reuses: a resource re-sent unchanged is recognized undecoded.
+	reuses bool
+}
+
+func cacheLookups() []cacheLookup {
+	thingResource := func(name, value string) *anypb.Any {
+		if value == "bad" {
+			return res(thing, name, "invalid", "bad")
+		}
+		return res(thing, name, "k", value)
 	}
-	st.SendT(t, resp(thing, "3", res(thing, "a", "k", "changed")))
-	w.NextChanged(t)
-	if got := decodes.Load(); got != 2 {
-		t.Fatalf("decoder called %d times, want 2", got)
+	clusterResource := func(name, value string) *anypb.Any {
+		c := xdstest.Cluster(name, "eds-"+value)
+		if value == "bad" {
+			c.LbPolicy = clusterpb.Cluster_MAGLEV
+		}
+		a, err := anypb.New(c)
+		if err != nil {
+			panic(err)
+		}
+		return a
+	}
+	misnamed := testtype.Type(thing, false)
+	misnamed.NameField = 1 // a Struct's field 1 holds its map's entries
+	return []cacheLookup{
+		{name: "by content", typ: testtype.Type(thing, false), resource: thingResource, reuses: true},
+		{name: "by NameField", typ: cds.Type, resource: clusterResource, reuses: true},
+		{name: "by a NameField not the name", typ: misnamed, resource: thingResource},
+	}
+}
+
+// countDecodes returns typ with a decoder that counts its calls.
+func countDecodes(typ registry.ResourceType, decodes *atomic.Int64) registry.ResourceType {
+	base := typ.Decoder
+	typ.Decoder = registry.DecoderFunc(func(raw []byte, o registry.DecodeOptions) (registry.DecodeResult, error) {
+		decodes.Add(1)
+		return base.Decode(raw, o)
+	})
+	return typ
+}
+
+// TestUnchangedBytesAreNotDecoded: resources re-sent with the same bytes,
+// each at another index than before (so that the stream's memory of the
+// last response by index does not recognize them), are recognized without
+// calling the decoder, and not re-delivered; with a NameField that does
+// not hold the name they are decoded, and still not re-delivered. Names
+// are old-style, or xdstp:// (A47), which are found through their
+// canonical form.
+func TestUnchangedBytesAreNotDecoded(t *testing.T) {
+	for _, lookup := range cacheLookups() {
+		names := []struct{ label, prefix string }{
+			{"old-style", ""},
+			{"xdstp", "xdstp://auth.example/" + strings.TrimPrefix(lookup.typ.TypeURL, "type.googleapis.com/") + "/"},
+		}
+		for _, n := range names {
+			t.Run(lookup.name+"/"+n.label, func(t *testing.T) {
+				testUnchangedBytesAreNotDecoded(t, lookup, n.prefix+"a", n.prefix+"b")
+			})
+		}
+	}
+}
+
+func testUnchangedBytesAreNotDecoded(t *testing.T, lookup cacheLookup, nameA, nameB string) {
+	var decodes atomic.Int64
+	typeURL := lookup.typ.TypeURL
+	f := newFixture(t, fixtureOpts{mutate: func(c *engine.Config) {
+		c.Registry = registry.MustNew(countDecodes(lookup.typ, &decodes))
+		c.Bootstrap.Authorities = map[string]bootstrap.Authority{"auth.example": {}}
+	}})
+	wa, _ := f.watch(typeURL, nameA)
+	wb, _ := f.watch(typeURL, nameB)
+	st := f.servers[0].WaitStream(t)
+	recvNames(t, st, typeURL, nameA, nameB)
+	a, b := lookup.resource(nameA, "v"), lookup.resource(nameB, "v")
+	st.SendT(t, resp(typeURL, "1", a, b))
+	wa.NextChanged(t)
+	wb.NextChanged(t)
+	st.RecvT(t)
+	n := st.SendT(t, resp(typeURL, "2", b, a))
+	wantRequest(t, st.RecvT(t), typeURL, "2", n, nameA, nameB)
+	wa.ExpectNone(t, 50*time.Millisecond)
+	wb.ExpectNone(t, 0)
+	want := int64(4)
+	if lookup.reuses {
+		want = 2
+	}
+	if got := decodes.Load(); got != want {
+		t.Fatalf("decoder called %d times, want %d", got, want)
+	}
+	st.SendT(t, resp(typeURL, "3", b, lookup.resource(nameA, "changed")))
+	wa.NextChanged(t)
+	if got := decodes.Load(); got != want+1 {
+		t.Fatalf("decoder called %d times, want %d", got, want+1)
 	}
 }
 
 // TestResentResourcesTakeNewVersion: resources re-sent unchanged, at the
-// same index or another, are neither decoded nor delivered again, and take
-// each response's version (CSDS); an entry that meanwhile was NACKed, or
-// removed and watched again, is applied as usual. The steps run in order
-// on one stream.
+// same index or another, are neither decoded (unless the lookup cannot
+// find them) nor delivered again, and take each response's version
+// (CSDS); an entry that meanwhile was NACKed, or removed and watched
+// again, is applied as usual. The steps run in order on one stream.
 func TestResentResourcesTakeNewVersion(t *testing.T) {
+	for _, lookup := range cacheLookups() {
+		t.Run(lookup.name, func(t *testing.T) { testResentResourcesTakeNewVersion(t, lookup) })
+	}
+}
+
+func testResentResourcesTakeNewVersion(t *testing.T, lookup cacheLookup) {
 	var decodes atomic.Int64
-	base := testtype.Type(thing, false)
-	counting := base
-	counting.Decoder = registry.DecoderFunc(func(raw []byte, o registry.DecodeOptions) (registry.DecodeResult, error) {
-		decodes.Add(1)
-		return base.Decoder.Decode(raw, o)
-	})
-	f := newFixture(t, fixtureOpts{mutate: func(c *engine.Config) { c.Registry = registry.MustNew(counting) }})
+	typeURL := lookup.typ.TypeURL
+	f := newFixture(t, fixtureOpts{mutate: func(c *engine.Config) { c.Registry = registry.MustNew(countDecodes(lookup.typ, &decodes)) }})
 	watchers := map[string]*watchrec.Recorder{}
 	cancels := map[string]func(){}
 	for _, name := range []string{"a", "b", "c"} {
-		watchers[name], cancels[name] = f.watch(thing, name)
+		watchers[name], cancels[name] = f.watch(typeURL, name)
 	}
 	st := f.servers[0].WaitStream(t)
-	recvNames(t, st, thing, "a", "b", "c")
-	a1, b1, b2, c1 := res(thing, "a", "k", "1"), res(thing, "b", "k", "1"), res(thing, "b", "k", "2"), res(thing, "c", "k", "1")
-	aBad := res(thing, "a", "invalid", "bad")
+	recvNames(t, st, typeURL, "a", "b", "c")
+	a1, b1, b2, c1 := lookup.resource("a", "1"), lookup.resource("b", "1"), lookup.resource("b", "2"), lookup.resource("c", "1")
+	aBad := lookup.resource("a", "bad")
 	steps := []struct {
 		name      string
 		before    func(t *testing.T) // on the stream, before the response
 		resources []*anypb.Any
-		decodes   int64           // decoder calls the response makes
-		changed   []string        // watchers told of a change
-		ambient   map[string]bool // watchers told of an ambient error: set (true) or cleared
-		nacked    bool
+		// decodes are the decoder calls the response makes, and
+		// unfound those it makes when the lookup finds nothing: a
+		// resource at the index it had in the last response, with the
+		// same bytes, is recognized all the same.
+		decodes, unfound int64
+		changed          []string        // watchers told of a change
+		ambient          map[string]bool // watchers told of an ambient error: set (true) or cleared
+		nacked           bool
 	}{
-		{name: "first", resources: []*anypb.Any{a1, b1, c1}, decodes: 3, changed: []string{"a", "b", "c"}},
-		{name: "one changed, same order", resources: []*anypb.Any{a1, b2, c1}, decodes: 1, changed: []string{"b"}},
-		{name: "reordered", resources: []*anypb.Any{c1, a1, b2}},
+		{name: "first", resources: []*anypb.Any{a1, b1, c1}, decodes: 3, unfound: 3, changed: []string{"a", "b", "c"}},
+		{name: "one changed, same order", resources: []*anypb.Any{a1, b2, c1}, decodes: 1, unfound: 1, changed: []string{"b"}},
+		{name: "reordered", resources: []*anypb.Any{c1, a1, b2}, unfound: 3},
 		{name: "same order again", resources: []*anypb.Any{c1, a1, b2}},
-		{name: "invalid at an index", resources: []*anypb.Any{c1, aBad, b2}, decodes: 1, ambient: map[string]bool{"a": true}, nacked: true},
-		{name: "valid again at that index", resources: []*anypb.Any{c1, a1, b2}, ambient: map[string]bool{"a": false}},
+		{name: "invalid at an index", resources: []*anypb.Any{c1, aBad, b2}, decodes: 1, unfound: 1, ambient: map[string]bool{"a": true}, nacked: true},
+		{name: "valid again at that index", resources: []*anypb.Any{c1, a1, b2}, unfound: 1, ambient: map[string]bool{"a": false}},
 		{
 			name: "removed and watched again",
 			before: func(t *testing.T) {
 				cancels["c"]()
-				recvNames(t, st, thing, "a", "b")
-				watchers["c"], cancels["c"] = f.watch(thing, "c")
-				recvNames(t, st, thing, "a", "b", "c")
+				recvNames(t, st, typeURL, "a", "b")
+				watchers["c"], cancels["c"] = f.watch(typeURL, "c")
+				recvNames(t, st, typeURL, "a", "b", "c")
 			},
-			resources: []*anypb.Any{c1, a1, b2}, decodes: 1, changed: []string{"c"},
+			resources: []*anypb.Any{c1, a1, b2}, decodes: 1, unfound: 1, changed: []string{"c"},
 		},
 	}
 	for i, step := range steps {
@@ -611,8 +693,8 @@ func TestResentResourcesTakeNewVersion(t *testing.T) {
 			step.before(t)
 		}
 		before := decodes.Load()
-		nonce := st.SendT(t, resp(thing, version, step.resources...))
-		ack := recvNames(t, st, thing, "a", "b", "c")
+		nonce := st.SendT(t, resp(typeURL, version, step.resources...))
+		ack := recvNames(t, st, typeURL, "a", "b", "c")
 		if ack.GetResponseNonce() != nonce || (ack.GetErrorDetail() != nil) != step.nacked {
 			t.Fatalf("%s: request %v after the response, want nonce %s, NACK %v", step.name, ack, nonce, step.nacked)
 		}
@@ -632,12 +714,16 @@ func TestResentResourcesTakeNewVersion(t *testing.T) {
 			if step.nacked && name == "a" {
 				wantVersion = strconv.Itoa(i) // a NACKed resource keeps its last good version
 			}
-			if got := f.eng.ResourceStatus(thing, name).GetVersionInfo(); got != wantVersion {
+			if got := f.eng.ResourceStatus(typeURL, name).GetVersionInfo(); got != wantVersion {
 				t.Fatalf("%s: %s has version %q, want %q", step.name, name, got, wantVersion)
 			}
 		}
-		if got := decodes.Load() - before; got != step.decodes {
-			t.Fatalf("%s: decoder called %d times, want %d", step.name, got, step.decodes)
+		wantDecodes := step.decodes
+		if !lookup.reuses {
+			wantDecodes = step.unfound
+		}
+		if got := decodes.Load() - before; got != wantDecodes {
+			t.Fatalf("%s: decoder called %d times, want %d", step.name, got, wantDecodes)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -89,6 +90,16 @@ func (e *Engine) lookupEntryLocked(typeURL, name string) (*authority, *entry) {
 		return nil, nil
 	}
 	return a, a.resources[typeURL][key]
+}
+
+// entryByNameLocked is lookupEntryLocked for a name still in the bytes it
+// was read from: an old-style name is looked up without copying it.
+func (e *Engine) entryByNameLocked(typeURL string, name []byte) *entry {
+	if !bytes.HasPrefix(name, []byte("xdstp:")) {
+		return e.oldStyle.resources[typeURL][string(name)]
+	}
+	_, en := e.lookupEntryLocked(typeURL, string(name))
+	return en
 }
 
 func (e *Engine) allAuthoritiesLocked() []*authority {

@@ -189,11 +189,12 @@ type globMembers struct {
 	memberVersions map[string]string
 }
 
-// contentKey indexes cached resources that came without a wrapper by
-// their bytes, so a resource re-sent unchanged is recognized without
-// decoding it. Wrapped ones are found by their wrapper's name.
-// The type is the engine's shared descriptor, whose pointer hashes faster
-// than its URL.
+// contentKey indexes by their bytes the cached resources that came
+// without a wrapper and whose type has no NameField, so that one re-sent
+// unchanged is recognized without decoding it. Wrapped ones are found by
+// their wrapper's name, those of a type with a NameField by the name read
+// from their bytes. The type is the engine's shared descriptor, whose
+// pointer hashes faster than its URL.
 type contentKey struct {
 	typ  *registry.ResourceType
 	hash uint64
@@ -203,7 +204,8 @@ type contentKey struct {
 // wrapper name they came with. hash is raw's under the engine's seed when
 // the caller has it, else 0.
 func (e *Engine) setRawLocked(en *entry, raw []byte, hash uint64, wrapper string) {
-	if en.raw != nil && en.wrapper == "" {
+	indexed := en.typ.NameField == 0
+	if indexed && en.raw != nil && en.wrapper == "" {
 		k := contentKey{en.typ, en.rawHash}
 		if e.byContent[k] == en {
 			delete(e.byContent, k)
@@ -215,7 +217,9 @@ func (e *Engine) setRawLocked(en *entry, raw []byte, hash uint64, wrapper string
 			hash = maphash.Bytes(e.hashSeed, raw)
 		}
 		en.rawHash = hash
-		e.byContent[contentKey{en.typ, hash}] = en
+		if indexed {
+			e.byContent[contentKey{en.typ, hash}] = en
+		}
 	}
 }
 

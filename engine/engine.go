@@ -76,7 +76,7 @@ type Engine struct {
 	oldStyle    *authority            // names that are not xdstp:// (A47)
 	authorities map[string]*authority // xdstp:// authorities of the bootstrap
 	channels    map[string]*channel   // by bootstrap.ServerConfig.key
-	byContent   map[contentKey]*entry // cached resources by the hash of their bytes
+	byContent   map[contentKey]*entry // cached resources of types without a NameField, by the hash of their bytes
 }
 
 // New builds an engine. It connects to no server until the first Watch.

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/xdsengine/xdsengine/features"
 )
 
@@ -47,6 +49,16 @@ type ResourceType struct {
 	Validator Validator
 	// Dependencies is optional.
 	Dependencies DependencyExtractor
+	// NameField is optional: the number of the message's top-level string
+	// field that holds the resource's name, such as 1 for Listener,
+	// RouteConfiguration, Cluster and ClusterLoadAssignment. The engine
+	// reads it from a resource that arrives without a Resource wrapper to
+	// find the cached resource the bytes may repeat, and reuses that one,
+	// undecoded, when the bytes are equal. It is a hint and never trusted
+	// further: a wrong field only costs a decode. Zero means the type has
+	// no such field; the engine then finds a repeated resource by a hash
+	// of its bytes, which a large cache pays for in an index of them.
+	NameField protowire.Number
 	// ClientFeatures are the client features (node.client_features) the
 	// engine advertises when this type is registered and enabled, e.g.
 	// LEDS's "xds.endpoint.supports_lb_endpoint_collection".
@@ -71,6 +83,39 @@ func (t ResourceType) ShortName() string {
 	}
 	n := t.TypeURL[strings.LastIndexByte(t.TypeURL, '/')+1:]
 	return n[strings.LastIndexByte(n, '.')+1:]
+}
+
+// ReadName returns the bytes of the name field (NameField) of the
+// serialized resource raw without decoding the rest: the last occurrence,
+// as proto.Unmarshal would keep. ok is false when the type has no name
+// field, raw is not a well-formed sequence of fields, or the field is
+// absent or not length-delimited. name is a subslice of raw.
+func (t ResourceType) ReadName(raw []byte) (name []byte, ok bool) {
+	if t.NameField <= 0 {
+		return nil, false
+	}
+	for len(raw) > 0 {
+		num, typ, n := protowire.ConsumeTag(raw)
+		if n < 0 {
+			return nil, false
+		}
+		raw = raw[n:]
+		if num == t.NameField && typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(raw)
+			if m < 0 {
+				return nil, false
+			}
+			name, ok = v, true
+			raw = raw[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, raw)
+		if m < 0 {
+			return nil, false
+		}
+		raw = raw[m:]
+	}
+	return name, ok
 }
 
 // ServerInfo tells a decoder or validator which xDS server sent the bytes.
@@ -210,6 +255,7 @@ var (
 	ErrBadTypeURL    = errors.New("type URL must have the form <host>/<message name>")
 	ErrNilDecoder    = errors.New("nil decoder")
 	ErrDuplicateType = errors.New("type URL registered twice")
+	ErrBadNameField  = errors.New("NameField is not a valid protobuf field number")
 	ErrUnknownType   = errors.New("resource type not registered")
 )
 
@@ -239,7 +285,8 @@ type Registry struct {
 }
 
 // New builds a registry. It rejects an empty or malformed type URL, a nil
-// decoder and a type URL given twice.
+// decoder, a NameField that is no field number and a type URL given
+// twice.
 func New(types ...ResourceType) (*Registry, error) {
 	r := &Registry{types: make(map[string]ResourceType, len(types))}
 	if err := r.add(0, types); err != nil {
@@ -281,6 +328,8 @@ func (r *Registry) add(base int, types []ResourceType) error {
 			return &TypeError{Index: idx, TypeURL: t.TypeURL, Err: ErrBadTypeURL}
 		case t.Decoder == nil:
 			return &TypeError{Index: idx, TypeURL: t.TypeURL, Err: ErrNilDecoder}
+		case t.NameField != 0 && !t.NameField.IsValid():
+			return &TypeError{Index: idx, TypeURL: t.TypeURL, Err: ErrBadNameField}
 		}
 		if _, dup := r.types[t.TypeURL]; dup {
 			return &TypeError{Index: idx, TypeURL: t.TypeURL, Err: ErrDuplicateType}

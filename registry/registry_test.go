@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
@@ -35,6 +36,10 @@ func TestNewRejects(t *testing.T) {
 		{"nothing after the slash", []registry.ResourceType{typ("type.googleapis.com/")}, registry.ErrBadTypeURL, "<host>/<message name>"},
 		{"whitespace", []registry.ResourceType{typ("type.googleapis.com/a b")}, registry.ErrBadTypeURL, ""},
 		{"nil decoder", []registry.ResourceType{{TypeURL: "type.googleapis.com/x.Y"}}, registry.ErrNilDecoder, "(type.googleapis.com/x.Y): nil decoder"},
+		{"negative NameField", []registry.ResourceType{{TypeURL: "type.googleapis.com/x.Y", Decoder: okDecoder, NameField: -1}},
+			registry.ErrBadNameField, "(type.googleapis.com/x.Y): NameField is not a valid protobuf field number"},
+		{"NameField past the largest field number", []registry.ResourceType{{TypeURL: "type.googleapis.com/x.Y", Decoder: okDecoder, NameField: protowire.MaxValidNumber + 1}},
+			registry.ErrBadNameField, ""},
 		{"duplicate", []registry.ResourceType{typ("type.googleapis.com/x.Y"), typ("type.googleapis.com/x.Z"), typ("type.googleapis.com/x.Y")},
 			registry.ErrDuplicateType, "resource type #2 (type.googleapis.com/x.Y): type URL registered twice"},
 	}
@@ -144,6 +149,50 @@ func TestDecode(t *testing.T) {
 	}
 }
 
+// TestReadName reads the name field of hand-built messages, as
+// proto.Unmarshal would: the last occurrence of the field counts, and
+// bytes that do not parse give no name.
+func TestReadName(t *testing.T) {
+	str := func(num protowire.Number, v string) []byte {
+		return protowire.AppendString(protowire.AppendTag(nil, num, protowire.BytesType), v)
+	}
+	varint := func(num protowire.Number, v uint64) []byte {
+		return protowire.AppendVarint(protowire.AppendTag(nil, num, protowire.VarintType), v)
+	}
+	cat := func(parts ...[]byte) []byte { return slices.Concat(parts...) }
+	// A group (field 5) holding a field 1 of its own, which is not the name.
+	group := cat(protowire.AppendTag(nil, 5, protowire.StartGroupType), str(1, "inner"), protowire.AppendTag(nil, 5, protowire.EndGroupType))
+	tests := []struct {
+		name      string
+		nameField protowire.Number
+		raw       []byte
+		want      string
+		wantOK    bool
+	}{
+		{"first field", 1, cat(str(1, "a"), varint(2, 7)), "a", true},
+		{"after other fields", 1, cat(varint(2, 7), str(3, "x"), group, str(1, "a")), "a", true},
+		{"another field number", 3, cat(str(1, "a"), str(3, "b")), "b", true},
+		{"a group's field 1 is not the name", 1, cat(str(1, "a"), group), "a", true},
+		{"twice: the last counts", 1, cat(str(1, "a"), varint(2, 7), str(1, "b")), "b", true},
+		{"empty name", 1, str(1, ""), "", true},
+		{"absent", 1, cat(varint(2, 7), str(3, "x")), "", false},
+		{"not length-delimited", 1, varint(1, 7), "", false},
+		{"no NameField", 0, str(1, "a"), "", false},
+		{"truncated before the name", 1, cat(varint(2, 7), str(1, "abc")[:3]), "", false},
+		{"garbage after the name", 1, cat(str(1, "a"), []byte{0xff}), "", false},
+		{"empty", 1, nil, "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := registry.ResourceType{TypeURL: "t/x.A", Decoder: okDecoder, NameField: tc.nameField}
+			got, ok := rt.ReadName(tc.raw)
+			if string(got) != tc.want || ok != tc.wantOK {
+				t.Fatalf("ReadName(%x) = %q, %v; want %q, %v", tc.raw, got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}
+
 func TestRefs(t *testing.T) {
 	rt := registry.ResourceType{TypeURL: "t/x.A", Decoder: okDecoder,
 		Dependencies: registry.DependencyFunc(func(r registry.Resource) []registry.Ref {
@@ -216,6 +265,20 @@ func ExampleResourceType_EnabledUnder() {
 // ExampleDecodeOptions_KeepRaw: a decoder that keeps the bytes it was
 // given copies them only when its caller may reuse them. The engine hands
 // each resource over (OwnsRaw), so the copy is made once, by the engine.
+// A type whose message names itself in a field says which: the engine
+// then recognizes a re-sent resource by that name and its bytes, without
+// decoding it or keeping an index of every cached resource's bytes.
+func ExampleResourceType_ReadName() {
+	rt := registry.ResourceType{TypeURL: "type.googleapis.com/example.v1.Policy", Decoder: okDecoder, NameField: 1}
+	raw := protowire.AppendTag(nil, 2, protowire.VarintType) // limit = 100
+	raw = protowire.AppendVarint(raw, 100)
+	raw = protowire.AppendTag(raw, 1, protowire.BytesType) // name = "policy-a"
+	raw = protowire.AppendString(raw, "policy-a")
+	name, ok := rt.ReadName(raw)
+	fmt.Println(string(name), ok)
+	// Output: policy-a true
+}
+
 func ExampleDecodeOptions_KeepRaw() {
 	raw := []byte("bytes from the wire")
 	kept := registry.DecodeOptions{}.KeepRaw(raw)

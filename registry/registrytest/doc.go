@@ -10,7 +10,7 @@
 //
 // [Run] checks that the descriptor registers; that each case decodes to
 // the wanted name, even when it fails validation (so that NACKs name the
-// resource); that decoding is deterministic; that an [registry.Equaler]
+// resource), and that the type's NameField holds that name; that decoding is deterministic; that an [registry.Equaler]
 // is reflexive; that dependencies are well formed; and that the decoder
 // returns an error rather than panicking on truncated, bit-flipped and
 // random bytes.

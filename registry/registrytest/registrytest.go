@@ -65,6 +65,11 @@ func runCase(t *testing.T, rt registry.ResourceType, c Case, raw []byte) {
 	if res.Name != c.WantName {
 		t.Errorf("Decode name = %q, want %q (the name must be reported even when validation fails; err = %v)", res.Name, c.WantName, err)
 	}
+	if rt.NameField != 0 && c.Options.WrapperName == "" && res.Name != "" {
+		if name, ok := rt.ReadName(raw); !ok || string(name) != res.Name {
+			t.Errorf("ReadName = (%q, %v), want the decoded name %q: NameField %d does not hold it", name, ok, res.Name, rt.NameField)
+		}
+	}
 	if c.WantErr != "" {
 		if err == nil {
 			t.Fatalf("Decode = valid resource, want error containing %q", c.WantErr)
@@ -112,8 +117,9 @@ func runCase(t *testing.T, rt registry.ResourceType, c Case, raw []byte) {
 
 // CheckGarbage feeds the decoder bytes no server should send — nil,
 // truncations and bit flips of each corpus entry, and random bytes — and
-// returns a description of each misbehaviour: a panic, or neither a
-// resource nor an error. The decoder is called directly, not through
+// returns a description of each misbehaviour: a panic, neither a
+// resource nor an error, or a resource whose name is not what the type's
+// NameField holds. The decoder is called directly, not through
 // ResourceType.Decode, which would turn a panic into an error.
 func CheckGarbage(rt registry.ResourceType, corpus [][]byte) []string {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -146,6 +152,9 @@ func CheckGarbage(rt registry.ResourceType, corpus [][]byte) []string {
 			res, err := rt.Decoder.Decode(in, registry.DecodeOptions{})
 			if err == nil && res.Resource == nil {
 				problems = append(problems, fmt.Sprintf("decoder returned neither a resource nor an error for %x", in))
+			}
+			if name, ok := rt.ReadName(in); ok && err == nil && string(name) != res.Name {
+				problems = append(problems, fmt.Sprintf("NameField %d reads %q from %x, the decoder %q", rt.NameField, name, in, res.Name))
 			}
 			if err == nil && rt.Validator != nil {
 				_ = rt.Validator.Validate(res.Resource, registry.DecodeOptions{})

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
 	"github.com/xdsengine/xdsengine/registry"
@@ -18,25 +19,29 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestCheckGarbageCatchesMisbehaviour(t *testing.T) {
 	corpus := [][]byte{testtype.Any(testtype.TypeURL, "a").GetValue()}
 	tests := []struct {
-		name    string
-		decoder registry.DecoderFunc
-		want    string // in the first problem; "" means no problem
+		name      string
+		decoder   registry.DecoderFunc
+		nameField protowire.Number
+		want      string // in the first problem; "" means no problem
 	}{
-		{"well behaved", testtype.Type(testtype.TypeURL, false).Decoder.(registry.DecoderFunc), ""},
+		{"well behaved", testtype.Type(testtype.TypeURL, false).Decoder.(registry.DecoderFunc), 0, ""},
 		{"panics on short input", func(raw []byte, _ registry.DecodeOptions) (registry.DecodeResult, error) {
 			_ = raw[3]
 			return registry.DecodeResult{Name: "x", Resource: 1}, nil
-		}, "decoder panicked"},
+		}, 0, "decoder panicked"},
 		{"returns nothing", func([]byte, registry.DecodeOptions) (registry.DecodeResult, error) {
 			return registry.DecodeResult{}, nil
-		}, "neither a resource nor an error"},
+		}, 0, "neither a resource nor an error"},
 		{"errors are fine", func([]byte, registry.DecodeOptions) (registry.DecodeResult, error) {
 			return registry.DecodeResult{}, errors.New("bad bytes")
-		}, ""},
+		}, 0, ""},
+		// The test type's message is a Struct: its field 1 holds the
+		// entries of the map that has the name, not the name.
+		{"a NameField that is not the name", testtype.Type(testtype.TypeURL, false).Decoder.(registry.DecoderFunc), 1, "NameField 1 reads"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rt := registry.ResourceType{TypeURL: testtype.TypeURL, Decoder: tc.decoder}
+			rt := registry.ResourceType{TypeURL: testtype.TypeURL, Decoder: tc.decoder, NameField: tc.nameField}
 			problems := registrytest.CheckGarbage(rt, corpus)
 			if tc.want == "" {
 				if len(problems) > 0 {

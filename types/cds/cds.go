@@ -35,6 +35,7 @@ func NewType(opts Options) registry.ResourceType {
 		Name:                       "Cluster",
 		AllResourcesRequiredInSotW: true,
 		Decoder:                    registry.DecoderFunc(d.decode),
+		NameField:                  1, // Cluster.name
 		Dependencies:               registry.DependencyFunc(dependencies),
 	}
 }

@@ -29,6 +29,7 @@ var Type = registry.ResourceType{
 	TypeURL:      TypeURL,
 	Name:         "ClusterLoadAssignment",
 	Decoder:      registry.DecoderFunc(decode),
+	NameField:    1, // ClusterLoadAssignment.cluster_name
 	Dependencies: registry.DependencyFunc(dependencies),
 }
 

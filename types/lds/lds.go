@@ -22,6 +22,7 @@ var Type = registry.ResourceType{
 	Name:                       "Listener",
 	AllResourcesRequiredInSotW: true,
 	Decoder:                    registry.DecoderFunc(decode),
+	NameField:                  1, // Listener.name
 	Validator:                  registry.ValidatorFunc(validate),
 	Dependencies:               registry.DependencyFunc(dependencies),
 }

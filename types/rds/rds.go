@@ -24,6 +24,7 @@ var Type = registry.ResourceType{
 	Name:                       "RouteConfiguration",
 	AllResourcesRequiredInSotW: false,
 	Decoder:                    registry.DecoderFunc(decode),
+	NameField:                  1, // RouteConfiguration.name
 	Validator:                  registry.ValidatorFunc(validate),
 	Dependencies:               registry.DependencyFunc(dependencies),
 }

@@ -85,7 +85,8 @@ type Host interface {
 	// decoded from exactly raw, sent in a wrapper of that name (or in
 	// none), so that decoding it again is skipped. hash is raw's under
 	// Config.HashSeed when wrapper is "" (a wrapped resource is found by
-	// its wrapper's name).
+	// its wrapper's name, others by the name their type's NameField
+	// holds, or by hash).
 	CachedLocked(typeURL, wrapper string, hash uint64, raw []byte) (name string, value registry.Resource, ok bool)
 	// ResolveName returns the cache key of a name, or why it is not a name
 	// anybody can watch. It takes no lock.

@@ -118,7 +118,7 @@ func (c *channel) FinishLocked(r *wire.Response, gate *wire.Gate) {
 		c.applyResourceErrorLocked(typeURL, re, r.Version, gate)
 	}
 	if r.Type.AllResourcesRequiredInSotW && r.Complete && !c.namedAllLocked(r) {
-		c.applyDeletionsLocked(typeURL, r.Named, r.Version, gate)
+		c.applyDeletionsLocked(typeURL, r.NamedKeys(), r.Version, gate)
 	}
 	c.applying = nil
 	for _, key := range r.Removed {

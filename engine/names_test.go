@@ -24,8 +24,11 @@ import (
 // one stream's responses in order, each judged against the one before:
 // names the same, reordered, dropped, added, repeated at either end of
 // the comparison, with TP3 entries, and invalid. They run with small
-// responses (decoded at once) and with 200 more resources before them
-// that change every time (decoded while they are applied).
+// responses (decoded at once), with 200 more resources before them that
+// change every time (decoded while they are applied), and with 8,200
+// that do not change (more than a stream keeps the set of names of: a
+// response that names the same keys leaves it to be built when deletions
+// need it).
 func TestSotWNamesAgainstLastResponse(t *testing.T) {
 	type step struct {
 		names    []string // "b!" is b with a new value, "b?" b invalid
@@ -62,7 +65,7 @@ func TestSotWNamesAgainstLastResponse(t *testing.T) {
 	}
 	watched := []string{"a", "b", "c", "d", "e", "f"}
 
-	for _, pad := range []int{0, 200} {
+	for _, pad := range []int{0, 200, 8200} {
 		t.Run(fmt.Sprintf("pad%d", pad), func(t *testing.T) {
 			if pad > 0 {
 				// Two processors: a response of more than 128 resources to
@@ -72,7 +75,7 @@ func TestSotWNamesAgainstLastResponse(t *testing.T) {
 			f := newFixture(t, fixtureOpts{})
 			var all []string
 			for i := 0; i < pad; i++ {
-				all = append(all, fmt.Sprintf("pad%03d", i))
+				all = append(all, fmt.Sprintf("pad%05d", i))
 			}
 			all = append(all, watched...)
 			for _, name := range all {
@@ -85,8 +88,12 @@ func TestSotWNamesAgainstLastResponse(t *testing.T) {
 
 			for i, s := range steps {
 				var resources []*anypb.Any
+				padValue := fmt.Sprint(i)
+				if pad > 200 {
+					padValue = "same"
+				}
 				for p := 0; p < pad; p++ {
-					resources = append(resources, res(required, fmt.Sprintf("pad%03d", p), "v", fmt.Sprint(i)))
+					resources = append(resources, res(required, fmt.Sprintf("pad%05d", p), "v", padValue))
 				}
 				for _, n := range s.names {
 					switch {
@@ -124,7 +131,12 @@ func TestSotWNamesAgainstLastResponse(t *testing.T) {
 						cached[strings.TrimRight(n, "!")] = true
 					}
 				}
-				for _, name := range watched {
+				checked := watched
+				if pad > 0 {
+					// Named in every response: never deleted.
+					checked = append(slices.Clip(checked), "pad00000", fmt.Sprintf("pad%05d", pad-1))
+				}
+				for _, name := range checked {
 					details := f.eng.ResourceStatus(required, name).GetErrorState().GetDetails()
 					deleted := strings.Contains(details, "deleted by the xDS server")
 					// Deletion keeps the value (no fail_on_data_errors), and

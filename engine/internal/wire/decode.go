@@ -67,7 +67,7 @@ func (s *stream) decodeCandidates(typ registry.ResourceType, cands []candidate, 
 	r := &Response{Type: typ, Complete: true, namedSize: len(cands) + len(errs) + extra}
 	t := &tally{}
 	r.Resources = cands[:0]
-	if last != nil && last.named != nil {
+	if last != nil && last.keys != nil {
 		// Named is filled only if a key differs from the last response's.
 		r.sameKeys = last
 	} else {
@@ -313,14 +313,15 @@ func (s *stream) fillNamed(r *Response) {
 // endKeys is called once every resource is checked, before the TP3
 // entries. If every key was the one at its index in the last response,
 // and there are as many, they are the last response's keys, and Named is
-// its map (namedKept). TP3 entries would have to be added to that map:
-// with any, Named is filled instead.
+// its map (namedKept), or nil when none was kept (NamedKeys fills it).
+// TP3 entries would have to be added to that map: with any, Named is
+// filled instead.
 func (s *stream) endKeys(r *Response, tp3 int) {
 	last := r.sameKeys
 	if last == nil {
 		return
 	}
-	if tp3 == 0 && len(r.Resources) == len(last.named) {
+	if tp3 == 0 && len(r.Resources) == last.count {
 		r.Named, r.namedKept, r.sameKeys = last.named, true, nil
 		return
 	}

@@ -208,14 +208,18 @@ type heldResource struct {
 type lastResponse struct {
 	// byIndex is, for each resource, what the host held of it.
 	byIndex []heldResource
-	// named is the response's Named, kept when it held the resources'
-	// keys and nothing more (no TP3 entry), and was small enough to keep
-	// (maxScratch); keys are then those keys by index ("" where a
-	// resource was not applied). A response whose keys are these, index
-	// for index, names exactly the same (endKeys) and need not fill a map
-	// of its own: the dearest part of checking an unchanged resource.
-	named map[string]bool
+	// keys are the response's keys by index ("" where a resource was not
+	// applied), kept when its Named held the resources' keys and nothing
+	// more (no TP3 entry); count is how many there are. A response whose
+	// keys are these, index for index, names exactly the same (endKeys)
+	// and need not fill a map of its own: the dearest part of checking an
+	// unchanged resource, and of a large response of changed ones. named
+	// is the response's Named, kept with them when the response was
+	// small enough (maxScratch): a larger one's is filled again only if
+	// the host asks for it (Response.NamedKeys), which it rarely does.
 	keys  []string
+	count int
+	named map[string]bool
 }
 
 // lastResponse returns what the stream keeps of the type's last SotW
@@ -261,12 +265,12 @@ func (s *stream) remember(typeURL string, r *Response) {
 	last.byIndex = prev
 	switch {
 	case r.namedKept:
-		// The same keys at the same indices: last.named and last.keys
-		// still hold.
-	case r.Named != nil && len(r.Named) == len(r.Resources) && n <= maxScratch:
-		// Only the resources' keys, each once: kept, with the keys by
-		// index, and the map kept until now becomes the scratch map for
-		// the next response (which release clears).
+		// The same keys at the same indices: what was kept still holds.
+	case r.Named != nil && len(r.Named) == len(r.Resources):
+		// Only the resources' keys, each once: kept by index, and with
+		// them, for a response small enough, the map, while the map kept
+		// until now becomes the scratch map for the next response (which
+		// release clears).
 		keys := last.keys
 		if cap(keys) < n {
 			keys = make([]string, n)
@@ -276,10 +280,14 @@ func (s *stream) remember(typeURL string, r *Response) {
 		for i := range r.Resources {
 			keys[r.Resources[i].index] = r.Resources[i].Key
 		}
-		last.keys = keys
-		last.named, s.scratch.named = r.Named, last.named
+		last.keys, last.count = keys, len(r.Resources)
+		if n <= maxScratch {
+			last.named, s.scratch.named = r.Named, last.named
+		} else {
+			last.named = nil
+		}
 	default:
-		last.named, last.keys = nil, nil
+		last.keys, last.count, last.named = nil, 0, nil
 	}
 }
 

@@ -153,7 +153,8 @@ type Response struct {
 	Resources []Resource
 	// Errors are the response's valid xRFC TP3 entries, each name once.
 	Errors []ResourceError
-	// Named holds the key of every resource and TP3 entry that has one.
+	// Named holds the key of every resource and TP3 entry that has one;
+	// it may be left nil for NamedKeys to fill, when the host asks.
 	Named map[string]bool
 	// Removed are the keys an incremental response removed: deletions,
 	// for every type (a SotW response deletes by absence instead).
@@ -173,8 +174,9 @@ type Response struct {
 
 	// sameKeys is the type's last response while every key checked so
 	// far is the one at its index there, and Named is not filled
-	// (addKey); namedKept says that Named is that response's map, which
-	// must not be written to.
+	// (addKey); namedKept says that the response named exactly the keys
+	// of that one, and Named is its map, which must not be written to,
+	// or nil.
 	sameKeys  *lastResponse
 	namedKept bool
 	namedSize int // what Named is sized for
@@ -183,6 +185,20 @@ type Response struct {
 	// checked (pipeline.go): Resources then holds those checked so far,
 	// and the fields above are final only once it is nil.
 	pending *pending
+}
+
+// NamedKeys returns Named, filling it first if the response left it nil:
+// a large response that named exactly the keys of the last one keeps no
+// map of them, and the host seldom needs one (only when it cannot count
+// that every cached resource was named).
+func (r *Response) NamedKeys() map[string]bool {
+	if r.Named == nil {
+		r.Named = make(map[string]bool, len(r.Resources))
+		for i := range r.Resources {
+			r.Named[r.Resources[i].Key] = true
+		}
+	}
+	return r.Named
 }
 
 // Resource is one resource of a response.

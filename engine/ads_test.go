@@ -633,6 +633,54 @@ func testUnchangedBytesAreNotDecoded(t *testing.T, lookup cacheLookup, nameA, na
 	}
 }
 
+// TestEntryReplacedWhileResponseDecoded: stage 1 looks each resource up
+// in the cache (by the name its NameField holds, for cds), and the apply
+// stage applies it, with the lock released in between. A watch cancelled
+// meanwhile, whose entry a request then removes, and made again, which
+// makes a new entry, must get the response's resource: the entry stage 1
+// found is not the one to apply to. The decoder holds the response in
+// between, on a resource of its own, while the test does that.
+func TestEntryReplacedWhileResponseDecoded(t *testing.T) {
+	decoding, release := make(chan struct{}), make(chan struct{})
+	typ := cds.Type
+	decode := typ.Decoder
+	typ.Decoder = registry.DecoderFunc(func(raw []byte, o registry.DecodeOptions) (registry.DecodeResult, error) {
+		res, err := decode.Decode(raw, o)
+		if c, ok := res.Resource.(*cds.Cluster); ok && c.EDSServiceName == "eds-hold" {
+			close(decoding)
+			<-release
+		}
+		return res, err
+	})
+	f := newFixture(t, fixtureOpts{mutate: func(c *engine.Config) { c.Registry = registry.MustNew(typ) }})
+	cluster := func(name, eds string) *anypb.Any {
+		a, err := anypb.New(xdstest.Cluster(name, eds))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	_, cancelX := f.watch(cds.TypeURL, "x")
+	f.watch(cds.TypeURL, "hold")
+	st := f.servers[0].WaitStream(t)
+	recvNames(t, st, cds.TypeURL, "hold", "x")
+	n1 := st.SendT(t, resp(cds.TypeURL, "1", cluster("x", "eds-1"), cluster("hold", "eds-1")))
+	wantRequest(t, recvNames(t, st, cds.TypeURL, "hold", "x"), cds.TypeURL, "1", n1, "hold", "x")
+
+	n2 := st.SendT(t, resp(cds.TypeURL, "2", cluster("x", "eds-2"), cluster("hold", "eds-hold")))
+	<-decoding // stage 1 found both entries; the response waits
+	cancelX()
+	recvNames(t, st, cds.TypeURL, "hold") // x's entry is removed
+	w, _ := f.watch(cds.TypeURL, "x")     // and made again
+	recvNames(t, st, cds.TypeURL, "hold", "x")
+	close(release)
+	wantRequest(t, recvNames(t, st, cds.TypeURL, "hold", "x"), cds.TypeURL, "2", n2, "hold", "x")
+	ev := w.NextChanged(t)
+	if c, ok := ev.Resource.(*cds.Cluster); !ok || c.EDSServiceName != "eds-2" {
+		t.Fatalf("the new watch of x got %v, want version 2's cluster", ev)
+	}
+}
+
 // TestResentResourcesTakeNewVersion: resources re-sent unchanged, at the
 // same index or another, are neither decoded (unless the lookup cannot
 // find them) nor delivered again, and take each response's version

@@ -91,10 +91,19 @@ func (s *memStream) request(tb testing.TB) *discoverypb.DiscoveryRequest {
 	}
 }
 
-// ack reads the client's next request and reports whether it is a NACK,
-// reading only its top-level fields: decoding the names of a 100,000-name
-// ACK is the benchmark's cost, not the engine's.
+// ack reads the client's next request and reports whether it is a NACK.
 func (s *memStream) ack(tb testing.TB) (nack bool) {
+	tb.Helper()
+	_, nack = s.scanRequest(tb)
+	return nack
+}
+
+// scanRequest reads the client's next request and returns how many names
+// it subscribes to (field 3, resource_names, or a delta request's
+// resource_names_subscribe) and whether it is a SotW NACK, reading only
+// its top-level fields: decoding the names of a 100,000-name request is
+// the benchmark's cost, not the engine's.
+func (s *memStream) scanRequest(tb testing.TB) (names int, nack bool) {
 	tb.Helper()
 	select {
 	case b := <-s.requests:
@@ -108,14 +117,17 @@ func (s *memStream) ack(tb testing.TB) (nack bool) {
 				tb.Fatal("request does not parse")
 			}
 			b = b[n:]
-			if num == 6 { // error_detail
+			switch num {
+			case 3:
+				names++
+			case 6: // error_detail
 				nack = true
 			}
 		}
-		return nack
+		return names, nack
 	case <-time.After(30 * time.Second):
 		tb.Fatal("no request")
-		return false
+		return 0, false
 	}
 }
 
@@ -220,7 +232,7 @@ func (c *counter) watcher() engine.ResourceWatcher {
 func (s *memStream) awaitSubscription(tb testing.TB, n int) int {
 	requests := 0
 	for names := -1; names != n; {
-		names = len(s.request(tb).GetResourceNames())
+		names, _ = s.scanRequest(tb)
 		requests++
 	}
 	return requests

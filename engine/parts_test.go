@@ -63,6 +63,53 @@ func TestSubscriptionsFollowWatches(t *testing.T) {
 	}
 }
 
+// TestSubscriptionsAfterChurnWhileDown: watches and cancels made while
+// the stream is down are gathered until the next request; past a bound
+// the channel stops gathering them and rebuilds the list from the cache.
+// Either way the first request of the new stream lists exactly the
+// watched names.
+func TestSubscriptionsAfterChurnWhileDown(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		churn int // watch-and-cancel pairs while down
+	}{
+		{"merged", 100},
+		{"rebuilt past the bound", 1500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, fixtureOpts{})
+			var noop engine.WatcherFuncs
+			var want []string
+			for i := 0; i < 20; i++ {
+				name := "n" + strconv.Itoa(i)
+				f.eng.Watch(thing, name, noop)
+				want = append(want, name)
+			}
+			slices.Sort(want)
+			recvNames(t, f.servers[0].WaitStream(t), thing, want...)
+			f.servers[0].Stop()
+			f.clock.WaitForTimer(t, time.Second) // the retry's backoff
+			for i := 0; i < tc.churn; i++ {
+				f.eng.Watch(thing, "gone-"+strconv.Itoa(i%7), noop)()
+			}
+			cancelN3 := f.eng.Watch(thing, "n3", noop) // a second watch of a name
+			for i := 0; i < 10; i++ {
+				name := "new" + strconv.Itoa(i)
+				f.eng.Watch(thing, name, noop)
+				want = append(want, name)
+			}
+			cancelN3()
+			slices.Sort(want)
+			f.servers[0].Restart()
+			f.clock.Advance(time.Second)
+			st := f.servers[0].WaitStream(t)
+			if got := st.RecvT(t).GetResourceNames(); !slices.Equal(got, want) {
+				t.Fatalf("first request of the new stream: %v, want %v", got, want)
+			}
+		})
+	}
+}
+
 // TestLargeResponseAppliedInParts: a response larger than one part
 // (wire.ApplyPart resources) is applied with the engine's lock released
 // between parts. Watchers of the first parts are notified, and watch more

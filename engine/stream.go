@@ -25,9 +25,13 @@ func (c *channel) SubscriptionLocked(typeURL string) ([]string, string) {
 	case sn == nil:
 		sn = &subscribedNames{names: c.collectNamesLocked(typeURL)}
 		c.subscribed[typeURL] = sn
+	case sn.stale:
+		sn.names = c.collectNamesLocked(typeURL)
+		sn.stale = false
 	case len(sn.touched) > 0:
 		sn.names = c.mergeTouchedLocked(typeURL, sn)
-		sn.touched = nil
+		clear(sn.touched)
+		sn.touched = sn.touched[:0]
 	}
 	return sn.names, c.versions[typeURL]
 }
@@ -37,15 +41,29 @@ func (c *channel) SubscriptionLocked(typeURL string) ([]string, string) {
 type subscribedNames struct {
 	// names is handed to the stream, which keeps it: never modified, only
 	// replaced.
-	names   []string
-	touched map[string]struct{}
+	names []string
+	// touched are the keys touched since, in the order they were, with
+	// repeats: an append per Watch, where a set would hash and grow. It
+	// holds at most len(names)+touchedSlack keys; past that the list is
+	// stale, and rebuilt from the cache rather than merged.
+	touched []string
+	stale   bool
 }
 
+// touchedSlack bounds the touched keys beyond the list's length: a merge
+// of more costs about what a rebuild does, and watches and cancels
+// repeated while no request is built (a stream in backoff) must not grow
+// the list without end.
+const touchedSlack = 1024
+
 func (sn *subscribedNames) touch(key string) {
-	if sn.touched == nil {
-		sn.touched = make(map[string]struct{})
+	switch {
+	case sn.stale:
+	case len(sn.touched) >= len(sn.names)+touchedSlack:
+		sn.touched, sn.stale = nil, true
+	default:
+		sn.touched = append(sn.touched, key)
 	}
-	sn.touched[key] = struct{}{}
 }
 
 // collectNamesLocked builds a type's list from the cache.
@@ -73,11 +91,8 @@ func (c *channel) collectNamesLocked(typeURL string) []string {
 // mergeTouchedLocked is the list with its touched names brought up to
 // date: a sort of the touched names and one merge, not a sort of all.
 func (c *channel) mergeTouchedLocked(typeURL string, sn *subscribedNames) []string {
-	touched := make([]string, 0, len(sn.touched))
-	for key := range sn.touched {
-		touched = append(touched, key)
-	}
-	slices.Sort(touched)
+	slices.Sort(sn.touched)
+	touched := slices.Compact(sn.touched)
 	var gone []*entry
 	// member[i]: touched[i] is subscribed now.
 	member := make([]bool, len(touched))

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -30,8 +31,9 @@ type timerGroup struct {
 	start       time.Time
 	timeout     time.Duration
 	heldAtStart time.Duration
-	names       []string
-	subs        []*subscription
+	// members are the names and their subscriptions: the request's list
+	// of fresh ones, taken over rather than copied.
+	members []freshSub
 	// running counts the subs whose timer is this group's: at zero the
 	// clock timer is stopped.
 	running int
@@ -61,6 +63,19 @@ type holds struct {
 // Both lists are sorted, so one merge finds the difference.
 func (s *stream) trackSubscriptionsLocked(st *streamType, names []string) {
 	st.fresh = st.fresh[:0]
+	// A burst of watches adds most of its names at once: size the map and
+	// the list of fresh names for them, rather than grow both step by
+	// step (each step rehashes or copies what is there).
+	if grow := len(names) - len(st.last); grow > 0 {
+		if len(names) > 2*len(st.subs)+64 {
+			subs := make(map[string]*subscription, len(names))
+			maps.Copy(subs, st.subs)
+			st.subs = subs
+		}
+		if cap(st.fresh) < grow {
+			st.fresh = make([]freshSub, 0, grow)
+		}
+	}
 	diffSorted(st.last, names, func(name string) {
 		if sub := st.subs[name]; sub != nil {
 			sub.stopLocked()
@@ -108,7 +123,11 @@ func (s *stream) onWrittenLocked(typeURL string) {
 	st := s.typeLocked(typeURL)
 	fresh := st.fresh
 	st.fresh = st.fresh[:0]
-	var groups []*timerGroup // one in practice: the timeout is the server's
+	// The first group (in practice the only one: the timeout is the
+	// server's) takes its members in place in fresh, which it then owns;
+	// another group's members are copied.
+	var groups []*timerGroup
+	kept := 0
 	for _, f := range fresh {
 		name, sub := f.name, f.sub
 		if st.subs[name] != sub || sub.settled || sub.timer != nil {
@@ -125,11 +144,20 @@ func (s *stream) onWrittenLocked(typeURL string) {
 			groups = append(groups, &timerGroup{typeURL: typeURL, start: s.cfg.Clock.Now(), timeout: timeout, heldAtStart: s.heldLocked()})
 		}
 		g := groups[i]
-		g.names = append(g.names, name)
-		g.subs = append(g.subs, sub)
+		if i == 0 {
+			fresh[kept] = f
+			kept++
+		} else {
+			g.members = append(g.members, f)
+		}
 		g.running++
 		sub.timer = g
 	}
+	if len(groups) == 0 {
+		return
+	}
+	groups[0].members = fresh[:kept:kept]
+	st.fresh = nil
 	for _, g := range groups {
 		s.startTimerLocked(g, g.timeout)
 	}
@@ -164,17 +192,17 @@ func (s *stream) expireOrExtendLocked(g *timerGroup) {
 	}
 	// TimeoutLocked notifies watchers and may change subscriptions, so
 	// each name is checked as it comes.
-	for i, sub := range g.subs {
+	for _, m := range g.members {
 		if s.ended {
 			return
 		}
-		if sub.timer != g || s.types[g.typeURL].subs[g.names[i]] != sub {
+		if m.sub.timer != g || s.types[g.typeURL].subs[m.name] != m.sub {
 			continue
 		}
-		sub.timer = nil
+		m.sub.timer = nil
 		g.running--
-		sub.markSettled()
-		s.host.TimeoutLocked(g.typeURL, g.names[i])
+		m.sub.markSettled()
+		s.host.TimeoutLocked(g.typeURL, m.name)
 	}
 }
 

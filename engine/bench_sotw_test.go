@@ -349,8 +349,10 @@ func BenchmarkSotWClusters(b *testing.B) {
 
 // startAndServe starts an engine, watches n clusters, serves resp once
 // they are subscribed and waits for every delivery. It returns the number
-// of requests the burst of watches took.
-func startAndServe(tb testing.TB, n int, resp []byte) (*engine.Engine, *memStream, int) {
+// of requests the burst of watches took, and adds the time of each phase
+// to ph if it is not nil.
+func startAndServe(tb testing.TB, n int, resp []byte, ph *coldPhases) (*engine.Engine, *memStream, int) {
+	t0 := time.Now()
 	e, tr := memEngine(tb, registry.MustNew(cds.Type))
 	c := &counter{tb: tb}
 	c.wg.Add(n)
@@ -358,28 +360,42 @@ func startAndServe(tb testing.TB, n int, resp []byte) (*engine.Engine, *memStrea
 	for j := 0; j < n; j++ {
 		e.Watch(cds.TypeURL, "cluster-"+strconv.Itoa(j), w)
 	}
+	t1 := time.Now()
 	st := <-tr.streams
 	requests := st.awaitSubscription(tb, n)
+	t2 := time.Now()
 	st.replies <- resp
 	c.wg.Wait()
+	if ph != nil {
+		ph.watch += t1.Sub(t0)
+		ph.request += t2.Sub(t1)
+		ph.deliver += time.Since(t2)
+	}
 	return e, st, requests
 }
 
+// coldPhases is where a cold start's time goes: the engine's creation
+// and the Watch calls; from the last call's return until the server has
+// a request with every name; from the response until the last delivery.
+type coldPhases struct{ watch, request, deliver time.Duration }
+
 // BenchmarkSotWColdStart starts an engine, watches 1,000 clusters, serves
 // them once they are subscribed, and waits for every delivery: the cost of
-// starting up, with requests/op the requests the burst of watches took.
+// starting up, with requests/op the requests the burst of watches took,
+// and the time of its phases (coldPhases) per op.
 func BenchmarkSotWColdStart(b *testing.B) {
 	const n = 1000
 	resp := clusterResponse(b, n, 0, 0)
 	raw := rawNsPerOp(b, resp)
 	requests := 0
+	var ph coldPhases
 	var cpu time.Duration // the CPU of the timed parts: Close is not
 	cpuOK := true
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		cpu0, ok0 := processCPU()
-		e, _, r := startAndServe(b, n, resp)
+		e, _, r := startAndServe(b, n, resp, &ph)
 		cpu1, ok1 := processCPU()
 		cpu += cpu1 - cpu0
 		cpuOK = cpuOK && ok0 && ok1
@@ -389,10 +405,14 @@ func BenchmarkSotWColdStart(b *testing.B) {
 		b.StartTimer()
 	}
 	b.StopTimer()
+	perOp := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
 	b.ReportMetric(float64(requests)/float64(b.N), "requests/op")
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/raw, "x-raw")
+	b.ReportMetric(perOp(ph.watch), "watch-ns/op")
+	b.ReportMetric(perOp(ph.request), "request-ns/op")
+	b.ReportMetric(perOp(ph.deliver), "deliver-ns/op")
+	b.ReportMetric(perOp(b.Elapsed())/raw, "x-raw")
 	if cpuOK {
-		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/raw, "x-raw-cpu")
+		b.ReportMetric(perOp(cpu)/raw, "x-raw-cpu")
 	}
 }
 
@@ -407,7 +427,7 @@ func BenchmarkSotWHeapPerCluster(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		e, st, _ := startAndServe(b, n, resp)
+		e, st, _ := startAndServe(b, n, resp, nil)
 		st.request(b) // the ACK: the response has been applied
 		runtime.GC()
 		runtime.ReadMemStats(&after)

@@ -19,17 +19,17 @@ import (
 // must subscribe to, and the version last accepted. Orphaned entries are
 // left out and, when this is their authority's active channel, deleted:
 // the request about to be written unsubscribes them.
-func (c *channel) SubscriptionLocked(typeURL string) ([]string, string) {
+func (c *channel) SubscriptionLocked(typeURL string, spare []string) ([]string, string) {
 	sn := c.subscribed[typeURL]
 	switch {
 	case sn == nil:
-		sn = &subscribedNames{names: c.collectNamesLocked(typeURL)}
+		sn = &subscribedNames{names: c.collectNamesLocked(typeURL, spare)}
 		c.subscribed[typeURL] = sn
 	case sn.stale:
-		sn.names = c.collectNamesLocked(typeURL)
+		sn.names = c.collectNamesLocked(typeURL, spare)
 		sn.stale = false
 	case len(sn.touched) > 0:
-		sn.names = c.mergeTouchedLocked(typeURL, sn)
+		sn.names = c.mergeTouchedLocked(typeURL, sn, spare)
 		clear(sn.touched)
 		sn.touched = sn.touched[:0]
 	}
@@ -66,9 +66,10 @@ func (sn *subscribedNames) touch(key string) {
 	}
 }
 
-// collectNamesLocked builds a type's list from the cache.
-func (c *channel) collectNamesLocked(typeURL string) []string {
-	var names []string
+// collectNamesLocked builds a type's list from the cache, in spare's
+// array if it fits (wire.Host.SubscriptionLocked).
+func (c *channel) collectNamesLocked(typeURL string, spare []string) []string {
+	names := spare[:0]
 	var gone []*entry
 	for a := range c.auths {
 		for name, en := range a.resources[typeURL] {
@@ -90,7 +91,7 @@ func (c *channel) collectNamesLocked(typeURL string) []string {
 
 // mergeTouchedLocked is the list with its touched names brought up to
 // date: a sort of the touched names and one merge, not a sort of all.
-func (c *channel) mergeTouchedLocked(typeURL string, sn *subscribedNames) []string {
+func (c *channel) mergeTouchedLocked(typeURL string, sn *subscribedNames, spare []string) []string {
 	slices.Sort(sn.touched)
 	touched := slices.Compact(sn.touched)
 	var gone []*entry
@@ -111,7 +112,10 @@ func (c *channel) mergeTouchedLocked(typeURL string, sn *subscribedNames) []stri
 	// The untouched runs of the old list are found by binary search and
 	// copied whole: k log n comparisons rather than n.
 	old := sn.names
-	out := make([]string, 0, len(old)+len(touched))
+	out := spare[:0]
+	if cap(out) < len(old)+len(touched) {
+		out = make([]string, 0, len(old)+len(touched))
+	}
 	i := 0
 	for j, key := range touched {
 		pos, found := slices.BinarySearch(old[i:], key)

@@ -38,7 +38,7 @@ func (s *stream) nextDeltaRequestLocked() (*discoverypb.DeltaDiscoveryRequest, s
 		if st.applying {
 			continue
 		}
-		names, _ := s.host.SubscriptionLocked(typeURL)
+		names, _ := s.subscriptionLocked(typeURL)
 		if s.ended {
 			return nil, ""
 		}

@@ -23,9 +23,7 @@ import (
 func (c *channel) ApplyResourcesLocked(r *wire.Response, part []wire.Resource, gate *wire.Gate) {
 	e := c.e
 	typeURL := r.Type.TypeURL
-	if c.applying != r {
-		c.applying, c.applyingShape, c.applyingCovered = r, e.shapeGen, 0
-	}
+	c.beginApplyLocked(r)
 	for i := range part {
 		res := &part[i]
 		if res.Unchanged {
@@ -64,11 +62,21 @@ func (c *channel) ApplyResourcesLocked(r *wire.Response, part []wire.Resource, g
 	}
 }
 
-// coverLocked counts en as named by the response being applied, if it
-// belongs to an authority this channel serves.
+// beginApplyLocked starts the count and the mark of the entries r names,
+// unless r is already being applied.
+func (c *channel) beginApplyLocked(r *wire.Response) {
+	if c.applying != r {
+		c.e.coverMarks++
+		c.applying, c.applyingShape, c.applyingCovered, c.applyingMark = r, c.e.shapeGen, 0, c.e.coverMarks
+	}
+}
+
+// coverLocked counts and marks en as named by the response being applied,
+// if it belongs to an authority this channel serves.
 func (c *channel) coverLocked(en *entry) {
 	if en.auth.active() == c {
 		c.applyingCovered++
+		en.coveredBy = c.applyingMark
 	}
 }
 
@@ -114,11 +122,13 @@ func (c *channel) stillHoldsLocked(en *entry, raw []byte) bool {
 // named everything has been deleted.
 func (c *channel) FinishLocked(r *wire.Response, gate *wire.Gate) {
 	typeURL := r.Type.TypeURL
+	// A response with no resource to apply starts here.
+	c.beginApplyLocked(r)
 	for _, re := range r.Errors {
 		c.applyResourceErrorLocked(typeURL, re, r.Version, gate)
 	}
 	if r.Type.AllResourcesRequiredInSotW && r.Complete && !c.namedAllLocked(r) {
-		c.applyDeletionsLocked(typeURL, r.NamedKeys(), r.Version, gate)
+		c.applyDeletionsLocked(r, gate)
 	}
 	c.applying = nil
 	for _, key := range r.Removed {
@@ -157,19 +167,35 @@ func (c *channel) applyResourceErrorLocked(typeURL string, re wire.ResourceError
 // applyDeletionsLocked handles SotW deletion for all-resources-required
 // types (LDS, CDS): a cached resource missing from a response of the
 // authority's active server has been deleted. The caller makes sure every
-// resource of the response was named.
-func (c *channel) applyDeletionsLocked(typeURL string, named map[string]bool, version string, gate *wire.Gate) {
+// resource of the response was named. An entry the response marked as
+// named (coverLocked) is passed over without a look at the response's
+// names: a map of them is built only for an entry left holding a value,
+// usually a deletion. For a large response that map, built under the
+// lock, was the longest hold of it, and its allocations could start a
+// garbage collection that kept the holder off its processor.
+func (c *channel) applyDeletionsLocked(r *wire.Response, gate *wire.Gate) {
 	e := c.e
+	typeURL := r.Type.TypeURL
+	var named map[string]bool
 	for _, a := range c.authsSortedLocked() {
 		if a.active() != c {
 			continue
 		}
 		for key, en := range a.resources[typeURL] {
-			if named[key] || en.value == nil || en.state == StateDoesNotExist {
+			if en.coveredBy == c.applyingMark || en.value == nil || en.state == StateDoesNotExist {
+				continue
+			}
+			if named == nil {
+				named = r.NamedKeys()
+			}
+			if named[key] {
+				// Named but not marked: its authority moved to this
+				// server while the response was applied (A71), or the
+				// entry is newer than its part.
 				continue
 			}
 			err := e.newError(KindDeleted, codes.NotFound, en, c, errors.New("resource deleted by the xDS server"))
-			e.onDataErrorLocked(en, err, features.ReasonDeletion, version, c, gate)
+			e.onDataErrorLocked(en, err, features.ReasonDeletion, r.Version, c, gate)
 		}
 	}
 }

@@ -125,6 +125,10 @@ type entry struct {
 	// glob is a glob collection's members (glob.go), nil for any other
 	// entry: kept apart, so that the others do not carry its fields.
 	glob *globMembers
+	// coveredBy is the mark of the last response that named the entry
+	// (channel.applyingMark): the response's deletions are the entries it
+	// did not mark. The entry still fits its 208-byte size class.
+	coveredBy uint64
 }
 
 // entryFailure is why an entry is not ACKED (err, with the version and

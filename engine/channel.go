@@ -49,10 +49,14 @@ type channel struct {
 	// applying, with the engine's shapeGen when it began and how many of
 	// the entries of authorities this channel serves it has named so far:
 	// if it named them all and nothing changed meanwhile, it deletes
-	// nothing, and FinishLocked need not look.
+	// nothing, and FinishLocked need not look; otherwise the entries it
+	// did not mark are its deletions.
 	applying        *wire.Response
 	applyingShape   uint64
 	applyingCovered int
+	// applyingMark is what the response marks the entries it names with
+	// (entry.coveredBy).
+	applyingMark uint64
 	// globsTouched are the glob collections the response being applied
 	// changed (glob.go).
 	globsTouched map[*entry]bool

@@ -62,6 +62,9 @@ type Engine struct {
 	// shapeGen counts the changes to which entries exist and to which
 	// server each authority uses (channel.applying).
 	shapeGen uint64
+	// coverMarks numbers the responses applied, on every channel, so that
+	// an entry's coveredBy names one response.
+	coverMarks uint64
 
 	notices     []notice
 	noticeGate  *wire.Gate

@@ -19,17 +19,17 @@ import (
 // must subscribe to, and the version last accepted. Orphaned entries are
 // left out and, when this is their authority's active channel, deleted:
 // the request about to be written unsubscribes them.
-func (c *channel) SubscriptionLocked(typeURL string, spare []string) ([]string, string) {
+func (c *channel) SubscriptionLocked(typeURL string) ([]string, string) {
 	sn := c.subscribed[typeURL]
 	switch {
 	case sn == nil:
-		sn = &subscribedNames{names: c.collectNamesLocked(typeURL, spare)}
+		sn = &subscribedNames{names: c.collectNamesLocked(typeURL)}
 		c.subscribed[typeURL] = sn
 	case sn.stale:
-		sn.names = c.collectNamesLocked(typeURL, spare)
+		sn.names = c.collectNamesLocked(typeURL)
 		sn.stale = false
 	case len(sn.touched) > 0:
-		sn.names = c.mergeTouchedLocked(typeURL, sn, spare)
+		sn.names = c.mergeTouchedLocked(typeURL, sn)
 		clear(sn.touched)
 		sn.touched = sn.touched[:0]
 	}
@@ -66,10 +66,9 @@ func (sn *subscribedNames) touch(key string) {
 	}
 }
 
-// collectNamesLocked builds a type's list from the cache, in spare's
-// array if it fits (wire.Host.SubscriptionLocked).
-func (c *channel) collectNamesLocked(typeURL string, spare []string) []string {
-	names := spare[:0]
+// collectNamesLocked builds a type's list from the cache.
+func (c *channel) collectNamesLocked(typeURL string) []string {
+	var names []string
 	var gone []*entry
 	for a := range c.auths {
 		for name, en := range a.resources[typeURL] {
@@ -91,7 +90,7 @@ func (c *channel) collectNamesLocked(typeURL string, spare []string) []string {
 
 // mergeTouchedLocked is the list with its touched names brought up to
 // date: a sort of the touched names and one merge, not a sort of all.
-func (c *channel) mergeTouchedLocked(typeURL string, sn *subscribedNames, spare []string) []string {
+func (c *channel) mergeTouchedLocked(typeURL string, sn *subscribedNames) []string {
 	slices.Sort(sn.touched)
 	touched := slices.Compact(sn.touched)
 	var gone []*entry
@@ -112,10 +111,7 @@ func (c *channel) mergeTouchedLocked(typeURL string, sn *subscribedNames, spare 
 	// The untouched runs of the old list are found by binary search and
 	// copied whole: k log n comparisons rather than n.
 	old := sn.names
-	out := spare[:0]
-	if cap(out) < len(old)+len(touched) {
-		out = make([]string, 0, len(old)+len(touched))
-	}
+	out := make([]string, 0, len(old)+len(touched))
 	i := 0
 	for j, key := range touched {
 		pos, found := slices.BinarySearch(old[i:], key)

@@ -38,7 +38,7 @@ func (s *stream) nextDeltaRequestLocked() (*discoverypb.DeltaDiscoveryRequest, s
 		if st.applying {
 			continue
 		}
-		names, _ := s.subscriptionLocked(typeURL)
+		names, _ := s.host.SubscriptionLocked(typeURL)
 		if s.ended {
 			return nil, ""
 		}

@@ -43,11 +43,6 @@ type stream struct {
 	// encNames is, per type, the encoding of the names of its last
 	// request (marshalRequest). Only the send loop touches it.
 	encNames map[string]encodedNames
-	// spare is the array offered to the host for its next list of names,
-	// allocated by the send loop with the lock released; spareLen is the
-	// longest list so far. Only the send loop touches them.
-	spare    []string
-	spareLen int
 }
 
 // streamType is a stream's state for one resource type.
@@ -183,7 +178,6 @@ func (s *stream) sendLoop() {
 			return
 		}
 		for {
-			s.refillSpare()
 			s.cfg.Lock.Lock()
 			if s.ended {
 				s.cfg.Lock.Unlock()
@@ -226,26 +220,6 @@ func (s *stream) nextMessageLocked() (proto.Message, string) {
 	return nil, ""
 }
 
-// refillSpare allocates, with the lock released, the array the host may
-// build the next list of names in (Host.SubscriptionLocked): as large as
-// the largest list so far, with room for some more.
-func (s *stream) refillSpare() {
-	if want := s.spareLen + s.spareLen/8 + 64; cap(s.spare) < want {
-		s.spare = make([]string, 0, want)
-	}
-}
-
-// subscriptionLocked asks the host for a type's names, offering the spare
-// array, which is the host's once it builds the list in it.
-func (s *stream) subscriptionLocked(typeURL string) ([]string, string) {
-	names, version := s.host.SubscriptionLocked(typeURL, s.spare)
-	if len(names) > 0 && cap(s.spare) > 0 && &names[:1][0] == &s.spare[:1][0] {
-		s.spare = nil
-	}
-	s.spareLen = max(s.spareLen, len(names))
-	return names, version
-}
-
 // sameSlice reports whether a and b are the same slice: the host hands
 // back the very slice it gave before while its subscriptions have not
 // changed, so an ACK costs no comparison of every name.
@@ -263,7 +237,7 @@ func (s *stream) nextRequestLocked() (*discoverypb.DiscoveryRequest, string) {
 			// Its last part marks it dirty again.
 			continue
 		}
-		names, version := s.subscriptionLocked(typeURL)
+		names, version := s.host.SubscriptionLocked(typeURL)
 		if s.ended {
 			// Unsubscribing what nobody watches any more released the
 			// server.

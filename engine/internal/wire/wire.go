@@ -42,13 +42,8 @@ type Host interface {
 	// SubscriptionLocked returns the names of typeURL to subscribe to,
 	// sorted, and the last version accepted from this server. The stream
 	// keeps the slice; the host must not modify it, and may return the
-	// same slice again while the names have not changed. spare is empty,
-	// with room the stream allocated with the lock released: a host that
-	// builds a new list builds it there if it fits. A list of many names
-	// is a large allocation, and one made under the lock may start a
-	// garbage collection, which can keep the allocating goroutine off its
-	// processor for milliseconds while every caller waits for the lock.
-	SubscriptionLocked(typeURL string, spare []string) (names []string, version string)
+	// same slice again while the names have not changed.
+	SubscriptionLocked(typeURL string) (names []string, version string)
 	// TimerLocked reports whether name (a cache key) needs a
 	// does-not-exist timer now that its subscription is written, and its
 	// length.

@@ -170,9 +170,9 @@ func (c *channel) applyResourceErrorLocked(typeURL string, re wire.ResourceError
 // resource of the response was named. An entry the response marked as
 // named (coverLocked) is passed over without a look at the response's
 // names: a map of them is built only for an entry left holding a value,
-// usually a deletion. For a large response that map, built under the
-// lock, was the longest hold of it, and its allocations could start a
-// garbage collection that kept the holder off its processor.
+// usually a deletion: for a large response, building it under the lock
+// would be the longest hold of the lock, and its allocations could start
+// a garbage collection that keeps the holder off its processor.
 func (c *channel) applyDeletionsLocked(r *wire.Response, gate *wire.Gate) {
 	e := c.e
 	typeURL := r.Type.TypeURL

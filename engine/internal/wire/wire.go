@@ -189,8 +189,8 @@ type Response struct {
 
 // NamedKeys returns Named, filling it first if the response left it nil:
 // a large response that named exactly the keys of the last one keeps no
-// map of them, and the host seldom needs one (only when it cannot count
-// that every cached resource was named).
+// map of them, and the host seldom needs one (only for a cached resource
+// it did not see the response name while applying it).
 func (r *Response) NamedKeys() map[string]bool {
 	if r.Named == nil {
 		r.Named = make(map[string]bool, len(r.Resources))

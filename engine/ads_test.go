@@ -147,6 +147,32 @@ func TestTimerRunsFromItsOwnRequest(t *testing.T) {
 	}
 }
 
+// TestRewatchedNameTimesOutFromItsNewRequest: a name unwatched and
+// watched again is subscribed anew, and its does-not-exist timer runs
+// from the request that names it again, not from the first.
+func TestRewatchedNameTimesOutFromItsNewRequest(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	wa, _ := f.watch(thing, "a")
+	_, cancelB := f.watch(thing, "b")
+	st := f.servers[0].WaitStream(t)
+	recvNames(t, st, thing, "a", "b")
+	f.clock.WaitForTimer(t, 15*time.Second)
+	f.clock.Advance(5 * time.Second)
+	cancelB()
+	recvNames(t, st, thing, "a")
+	f.clock.Advance(5 * time.Second)
+	wb, _ := f.watch(thing, "b")
+	recvNames(t, st, thing, "a", "b")
+	f.clock.WaitForTimer(t, 15*time.Second) // b's, 10 s after a's
+
+	f.clock.Advance(5 * time.Second) // 15 s after the first request
+	checkEvent(t, wa.NextChanged(t), false, codes.NotFound)
+	wb.ExpectNone(t, 20*time.Millisecond)
+	f.clock.WaitForTimer(t, 10*time.Second)
+	f.clock.Advance(10 * time.Second) // 15 s after b's second request
+	checkEvent(t, wb.NextChanged(t), false, codes.NotFound)
+}
+
 // TestStreamRestartKeepsVersion: version_info survives a new stream, the
 // nonce does not, and the node is sent again.
 func TestStreamRestartKeepsVersion(t *testing.T) {

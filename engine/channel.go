@@ -32,6 +32,8 @@ type channel struct {
 	// a watch added or cancelled costs a merge rather than a rebuild.
 	subscribed map[string]*subscribedNames
 	versions   map[string]string // type URL → last accepted version_info
+	// namesGen numbers the changes to subscribed handed to streams.
+	namesGen uint64
 	// status is non-nil from a connectivity failure until the next
 	// response: the error watchers were told (A57).
 	status *Error

@@ -1,21 +1,27 @@
 package engine_test
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/types/cds"
 )
 
 // TestSubscriptionsFollowWatches: after any mix of watches, cancels and
@@ -107,6 +113,113 @@ func TestSubscriptionsAfterChurnWhileDown(t *testing.T) {
 				t.Fatalf("first request of the new stream: %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestSubscriptionChangesOfAnEndedStream: the send loop builds a
+// request's list of names from the changes since its last one with the
+// engine's lock released, and gives the list back once written. When the
+// stream ends while that request is being written, the list never comes
+// back: the next stream's first request must still carry the changes,
+// with those made since.
+func TestSubscriptionChangesOfAnEndedStream(t *testing.T) {
+	tr := &stallTransport{streams: make(chan *stallStream, 1)}
+	eng, err := engine.New(engine.Config{
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer("stall")}, Node: bootstrap.Node{ID: nodeID}},
+		Registry:  registry.MustNew(cds.Type),
+		Switches:  &features.Switches{},
+		Transport: tr,
+		Backoff:   func(int) time.Duration { return 0 },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	var noop engine.WatcherFuncs
+	eng.Watch(cds.TypeURL, "a", noop)
+	st := <-tr.streams
+	st.expect(t, "a")
+	eng.Watch(cds.TypeURL, "b", noop)
+	st.expect(t, "a", "b")
+
+	st.hold.Store(true)
+	cancelC := eng.Watch(cds.TypeURL, "c", noop)
+	st.expect(t, "a", "b", "c") // being written, never done
+	st.end <- status.Error(codes.Unavailable, "stream cut")
+	eng.Watch(cds.TypeURL, "d", noop)
+
+	next := <-tr.streams
+	next.expect(t, "a", "b", "c", "d")
+	cancelC()
+	next.expect(t, "a", "b", "d")
+}
+
+// stallTransport is an in-memory transport whose streams the test ends at
+// will, and whose writes it can hold until the stream ends.
+type stallTransport struct {
+	streams chan *stallStream
+}
+
+type stallStream struct {
+	ctx context.Context
+	// written has every request the client began to write.
+	written chan []byte
+	// hold: writes from now on do not finish before the stream ends.
+	hold atomic.Bool
+	// end ends the stream with an error.
+	end chan error
+}
+
+func (t *stallTransport) Build(bootstrap.ServerConfig, engine.TransportOptions) (engine.Transport, error) {
+	return t, nil
+}
+
+func (t *stallTransport) NewStream(ctx context.Context, _ string) (engine.Stream, error) {
+	s := &stallStream{ctx: ctx, written: make(chan []byte, 16), end: make(chan error, 1)}
+	select {
+	case t.streams <- s:
+		return s, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (t *stallTransport) Close() error { return nil }
+
+func (s *stallStream) Send(b []byte) error {
+	held := s.hold.Load()
+	s.written <- b
+	if !held {
+		return nil
+	}
+	<-s.ctx.Done()
+	return s.ctx.Err()
+}
+
+func (s *stallStream) Recv() ([]byte, error) {
+	select {
+	case err := <-s.end:
+		return nil, err
+	case <-s.ctx.Done():
+		return nil, s.ctx.Err()
+	}
+}
+
+// expect fails unless the next request the client wrote names exactly
+// want, in order.
+func (s *stallStream) expect(t *testing.T, want ...string) {
+	t.Helper()
+	select {
+	case b := <-s.written:
+		req := &discoverypb.DiscoveryRequest{}
+		if err := proto.Unmarshal(b, req); err != nil {
+			t.Fatal(err)
+		}
+		if got := req.GetResourceNames(); !slices.Equal(got, want) {
+			t.Fatalf("request names %v, want %v", got, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no request naming %v", want)
 	}
 }
 

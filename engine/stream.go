@@ -15,11 +15,12 @@ import (
 // slow to call done. Applying responses is in apply.go; the stream's end
 // and the server's health in channel.go.
 
-// SubscriptionLocked returns, sorted, the names of a type this channel
-// must subscribe to, and the version last accepted. Orphaned entries are
-// left out and, when this is their authority's active channel, deleted:
-// the request about to be written unsubscribes them.
-func (c *channel) SubscriptionLocked(typeURL string) ([]string, string) {
+// SubscriptionLocked returns the names of a type this channel must
+// subscribe to, as changes to the list it handed over last, and the
+// version last accepted. Orphaned entries are left out and, when this is
+// their authority's active channel, deleted: the request about to be
+// written unsubscribes them.
+func (c *channel) SubscriptionLocked(typeURL string) (wire.Names, string) {
 	sn := c.subscribed[typeURL]
 	switch {
 	case sn == nil:
@@ -27,13 +28,36 @@ func (c *channel) SubscriptionLocked(typeURL string) ([]string, string) {
 		c.subscribed[typeURL] = sn
 	case sn.stale:
 		sn.names = c.collectNamesLocked(typeURL)
-		sn.stale = false
-	case len(sn.touched) > 0:
-		sn.names = c.mergeTouchedLocked(typeURL, sn)
-		clear(sn.touched)
-		sn.touched = sn.touched[:0]
+		sn.stale, sn.given = false, wire.Names{}
+	default:
+		if sn.given.Changed() {
+			// The stream that was given them ended before it built the
+			// list.
+			sn.names = sn.given.List()
+			sn.given = wire.Names{}
+		}
+		if len(sn.touched) > 0 {
+			c.namesGen++
+			sn.given = c.changesLocked(typeURL, sn)
+			clear(sn.touched)
+			sn.touched = sn.touched[:0]
+			if sn.given.Changed() {
+				return sn.given, c.versions[typeURL]
+			}
+		}
 	}
-	return sn.names, c.versions[typeURL]
+	return wire.Names{Base: sn.names}, c.versions[typeURL]
+}
+
+// SubscriptionBuiltLocked takes the list a stream built from the changes
+// it was given as the type's list.
+func (c *channel) SubscriptionBuiltLocked(typeURL string, names wire.Names, list []string) {
+	sn := c.subscribed[typeURL]
+	if sn == nil || !sn.given.Changed() || sn.given.Gen != names.Gen {
+		// Rebuilt from the cache since.
+		return
+	}
+	sn.names, sn.given = list, wire.Names{}
 }
 
 // subscribedNames is a channel's sorted list of the names of one type,
@@ -42,6 +66,9 @@ type subscribedNames struct {
 	// names is handed to the stream, which keeps it: never modified, only
 	// replaced.
 	names []string
+	// given are the changes to names handed to the stream, until it hands
+	// back the list it built from them.
+	given wire.Names
 	// touched are the keys touched since, in the order they were, with
 	// repeats: an append per Watch, where a set would hash and grow. It
 	// holds at most len(names)+touchedSlack keys; past that the list is
@@ -88,47 +115,37 @@ func (c *channel) collectNamesLocked(typeURL string) []string {
 	return names
 }
 
-// mergeTouchedLocked is the list with its touched names brought up to
-// date: a sort of the touched names and one merge, not a sort of all.
-func (c *channel) mergeTouchedLocked(typeURL string, sn *subscribedNames) []string {
+// changesLocked tells, of the touched names, which joined the list and
+// which left it: a sort of the touched names and a binary search of each
+// in the list, k log n for k names rather than a walk of all n.
+func (c *channel) changesLocked(typeURL string, sn *subscribedNames) wire.Names {
 	slices.Sort(sn.touched)
 	touched := slices.Compact(sn.touched)
+	changes := wire.Names{Base: sn.names, Gen: c.namesGen}
 	var gone []*entry
-	// member[i]: touched[i] is subscribed now.
-	member := make([]bool, len(touched))
-	for i, key := range touched {
-		en := c.entryLocked(typeURL, key)
-		switch {
+	for _, key := range touched {
+		member := false
+		switch en := c.entryLocked(typeURL, key); {
 		case en == nil:
 		case en.orphaned:
 			if en.auth.active() == c {
 				gone = append(gone, en)
 			}
 		default:
-			member[i] = true
+			member = true
+		}
+		_, listed := slices.BinarySearch(sn.names, key)
+		switch {
+		case member && !listed:
+			changes.Added = append(changes.Added, key)
+		case !member && listed:
+			changes.Removed = append(changes.Removed, key)
 		}
 	}
-	// The untouched runs of the old list are found by binary search and
-	// copied whole: k log n comparisons rather than n.
-	old := sn.names
-	out := make([]string, 0, len(old)+len(touched))
-	i := 0
-	for j, key := range touched {
-		pos, found := slices.BinarySearch(old[i:], key)
-		out = append(out, old[i:i+pos]...)
-		i += pos
-		if found {
-			i++
-		}
-		if member[j] {
-			out = append(out, key)
-		}
-	}
-	out = append(out, old[i:]...)
 	for _, en := range gone {
 		c.e.removeEntryLocked(en)
 	}
-	return out
+	return changes
 }
 
 // entryLocked finds a cache key among the channel's authorities.

@@ -38,9 +38,16 @@ func (s *stream) nextDeltaRequestLocked() (*discoverypb.DeltaDiscoveryRequest, s
 		if st.applying {
 			continue
 		}
-		names, _ := s.host.SubscriptionLocked(typeURL)
+		changes, _ := s.host.SubscriptionLocked(typeURL)
 		if s.ended {
 			return nil, ""
+		}
+		// The list is built here, under the lock: an incremental request
+		// carries the names that changed against the list the stream
+		// wrote last (diffSorted below), or all of them on the first.
+		names := changes.List()
+		if changes.Changed() {
+			s.host.SubscriptionBuiltLocked(typeURL, changes, names)
 		}
 		req := &discoverypb.DeltaDiscoveryRequest{TypeUrl: typeURL}
 		changed := !st.written || !(sameSlice(st.last, names) || slices.Equal(st.last, names))

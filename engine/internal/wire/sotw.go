@@ -43,6 +43,10 @@ type stream struct {
 	// encNames is, per type, the encoding of the names of its last
 	// request (marshalRequest). Only the send loop touches it.
 	encNames map[string]encodedNames
+	// unbuilt are the changes the request nextRequestLocked just built
+	// carries, whose list of names the send loop builds with the lock
+	// released. Only the send loop touches it.
+	unbuilt Names
 }
 
 // streamType is a stream's state for one resource type.
@@ -184,13 +188,23 @@ func (s *stream) sendLoop() {
 				return
 			}
 			req, typeURL := s.nextMessageLocked()
+			unbuilt := s.unbuilt
+			s.unbuilt = Names{}
 			s.cfg.Lock.Unlock()
 			if req == nil {
 				break
 			}
+			var list []string
+			if unbuilt.Changed() {
+				list = unbuilt.List()
+				req.(*discoverypb.DiscoveryRequest).ResourceNames = list
+			}
 			b, err := s.marshalRequest(req)
 			if err != nil {
 				s.cfg.Log.Error("xDS request marshal", "error", err)
+				s.cfg.Lock.Lock()
+				s.builtLocked(typeURL, unbuilt, list)
+				s.cfg.Lock.Unlock()
 				continue
 			}
 			if err := s.raw.Send(b); err != nil {
@@ -199,6 +213,7 @@ func (s *stream) sendLoop() {
 			}
 			s.cfg.Log.Debug("xDS request sent", "server", s.cfg.Server.URI, "request", requestSummary{req})
 			s.cfg.Lock.Lock()
+			s.builtLocked(typeURL, unbuilt, list)
 			s.onWrittenLocked(typeURL)
 			s.cfg.Lock.Unlock()
 		}
@@ -218,6 +233,17 @@ func (s *stream) nextMessageLocked() (proto.Message, string) {
 		return req, typeURL
 	}
 	return nil, ""
+}
+
+// builtLocked records the list the send loop built from the changes of
+// the request it just wrote (or failed to encode) as the type's last, and
+// hands it to the host.
+func (s *stream) builtLocked(typeURL string, names Names, list []string) {
+	if !names.Changed() || s.ended {
+		return
+	}
+	s.typeLocked(typeURL).last = list
+	s.host.SubscriptionBuiltLocked(typeURL, names, list)
 }
 
 // sameSlice reports whether a and b are the same slice: the host hands
@@ -243,17 +269,31 @@ func (s *stream) nextRequestLocked() (*discoverypb.DiscoveryRequest, string) {
 			// server.
 			return nil, ""
 		}
-		sameNames := sameSlice(st.last, names) || slices.Equal(st.last, names)
+		// list is the request's names, unless they change the list of the
+		// type's last request, which the send loop then builds from the
+		// changes with the lock released (unbuilt).
+		var list []string
+		unbuilt := false
+		switch {
+		case !names.Changed():
+			list = names.Base
+		case st.written && sameSlice(st.last, names.Base):
+			unbuilt = true
+		default:
+			list = names.List()
+			s.host.SubscriptionBuiltLocked(typeURL, names, list)
+		}
+		sameNames := !unbuilt && (sameSlice(st.last, list) || slices.Equal(st.last, list))
 		if st.nack == nil && st.written && st.lastVer == version && st.lastNon == st.nonce && sameNames {
 			continue
 		}
-		if !st.written && len(names) == 0 {
+		if !st.written && len(list) == 0 {
 			// Never subscribed on this stream and nothing to subscribe.
 			continue
 		}
 		req := &discoverypb.DiscoveryRequest{
 			VersionInfo:   version,
-			ResourceNames: names,
+			ResourceNames: list,
 			TypeUrl:       typeURL,
 			ResponseNonce: st.nonce,
 			ErrorDetail:   st.nack,
@@ -263,10 +303,18 @@ func (s *stream) nextRequestLocked() (*discoverypb.DiscoveryRequest, string) {
 			s.sentNode = true
 		}
 		st.nack = nil
-		if !sameNames || !st.written {
-			s.trackSubscriptionsLocked(st, names)
+		switch {
+		case unbuilt:
+			// st.last becomes the list once built (builtLocked).
+			s.trackChangesLocked(st, names)
+			s.unbuilt = names
+		case !sameNames || !st.written:
+			s.trackSubscriptionsLocked(st, list)
+			fallthrough
+		default:
+			st.last = list
 		}
-		st.last, st.lastVer, st.lastNon, st.written = names, version, st.nonce, true
+		st.lastVer, st.lastNon, st.written = version, st.nonce, true
 		return req, typeURL
 	}
 	return nil, ""

@@ -62,33 +62,55 @@ type holds struct {
 // a response may be processed before the writer learns its write is done.
 // Both lists are sorted, so one merge finds the difference.
 func (s *stream) trackSubscriptionsLocked(st *streamType, names []string) {
-	st.fresh = st.fresh[:0]
-	// A burst of watches adds most of its names at once: size the map and
-	// the list of fresh names for them, rather than grow both step by
-	// step (each step rehashes or copies what is there).
-	if grow := len(names) - len(st.last); grow > 0 {
-		if len(names) > 2*len(st.subs)+64 {
-			subs := make(map[string]*subscription, len(names))
-			maps.Copy(subs, st.subs)
-			st.subs = subs
-		}
-		if cap(st.fresh) < grow {
-			st.fresh = make([]freshSub, 0, grow)
-		}
+	st.prepareFreshLocked(len(names) - len(st.last))
+	diffSorted(st.last, names, st.unsubscribeLocked, st.subscribeLocked)
+}
+
+// trackChangesLocked records the names of a request being built from the
+// changes to the type's last request, which the names say.
+func (s *stream) trackChangesLocked(st *streamType, names Names) {
+	st.prepareFreshLocked(len(names.Added) - len(names.Removed))
+	for _, name := range names.Removed {
+		st.unsubscribeLocked(name)
 	}
-	diffSorted(st.last, names, func(name string) {
-		if sub := st.subs[name]; sub != nil {
-			sub.stopLocked()
-			delete(st.subs, name)
-		}
-	}, func(name string) {
-		if _, ok := st.subs[name]; !ok {
-			sub := &subscription{owner: st}
-			st.subs[name] = sub
-			st.unsettled++
-			st.fresh = append(st.fresh, freshSub{name, sub})
-		}
-	})
+	for _, name := range names.Added {
+		st.subscribeLocked(name)
+	}
+}
+
+// prepareFreshLocked empties the list of fresh names for a request that
+// adds grow names net. A burst of watches adds most of its names at once:
+// the map and the list are sized for them, rather than grown step by step
+// (each step rehashes or copies what is there).
+func (st *streamType) prepareFreshLocked(grow int) {
+	st.fresh = st.fresh[:0]
+	if grow <= 0 {
+		return
+	}
+	if want := len(st.subs) + grow; want > 2*len(st.subs)+64 {
+		subs := make(map[string]*subscription, want)
+		maps.Copy(subs, st.subs)
+		st.subs = subs
+	}
+	if cap(st.fresh) < grow {
+		st.fresh = make([]freshSub, 0, grow)
+	}
+}
+
+func (st *streamType) unsubscribeLocked(name string) {
+	if sub := st.subs[name]; sub != nil {
+		sub.stopLocked()
+		delete(st.subs, name)
+	}
+}
+
+func (st *streamType) subscribeLocked(name string) {
+	if _, ok := st.subs[name]; !ok {
+		sub := &subscription{owner: st}
+		st.subs[name] = sub
+		st.unsettled++
+		st.fresh = append(st.fresh, freshSub{name, sub})
+	}
 }
 
 // diffSorted calls removed for each name of old not in cur, and added for

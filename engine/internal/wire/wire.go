@@ -39,11 +39,16 @@ type Stream interface {
 type Host interface {
 	// SubscribedTypesLocked lists the types with a subscribed name.
 	SubscribedTypesLocked() []string
-	// SubscriptionLocked returns the names of typeURL to subscribe to,
-	// sorted, and the last version accepted from this server. The stream
-	// keeps the slice; the host must not modify it, and may return the
-	// same slice again while the names have not changed.
-	SubscriptionLocked(typeURL string) (names []string, version string)
+	// SubscriptionLocked returns the names of typeURL to subscribe to and
+	// the last version accepted from this server. The stream keeps the
+	// slices; the host must not modify them. While the names have not
+	// changed, the host returns the same Base again with no changes.
+	SubscriptionLocked(typeURL string) (names Names, version string)
+	// SubscriptionBuiltLocked hands the host the list built from names
+	// (names.List()), which it returns as the Base of the next changes.
+	// A stream that ends first does not call it: the host then builds the
+	// list itself when it next needs it.
+	SubscriptionBuiltLocked(typeURL string, names Names, list []string)
 	// TimerLocked reports whether name (a cache key) needs a
 	// does-not-exist timer now that its subscription is written, and its
 	// length.

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/cds"
@@ -121,7 +123,7 @@ func TestSubscriptionsAfterChurnWhileDown(t *testing.T) {
 // engine's lock released, and gives the list back once written. When the
 // stream ends while that request is being written, the list never comes
 // back: the next stream's first request must still carry the changes,
-// with those made since.
+// with those made while it was written.
 func TestSubscriptionChangesOfAnEndedStream(t *testing.T) {
 	tr := &stallTransport{streams: make(chan *stallStream, 1)}
 	eng, err := engine.New(engine.Config{
@@ -145,13 +147,112 @@ func TestSubscriptionChangesOfAnEndedStream(t *testing.T) {
 	st.hold.Store(true)
 	cancelC := eng.Watch(cds.TypeURL, "c", noop)
 	st.expect(t, "a", "b", "c") // being written, never done
-	st.end <- status.Error(codes.Unavailable, "stream cut")
 	eng.Watch(cds.TypeURL, "d", noop)
+	st.end <- status.Error(codes.Unavailable, "stream cut")
 
 	next := <-tr.streams
 	next.expect(t, "a", "b", "c", "d")
 	cancelC()
 	next.expect(t, "a", "b", "d")
+}
+
+// TestAuthorityMovingHereMidResponse: a response of an all-required type
+// is applied in parts, with the lock released between them, and an
+// authority can fall back to the response's server meanwhile (A71). An
+// entry of that authority which the response named in a part applied
+// before the move was not marked as named then (the server was not the
+// authority's own), yet the response named it: it is not deleted.
+func TestAuthorityMovingHereMidResponse(t *testing.T) {
+	const (
+		x1 = "xdstp://x.example/xdsengine.test.RequiredThing/x1"
+		x2 = "xdstp://x.example/xdsengine.test.RequiredThing/x2"
+		n  = 100 * wire.ApplyPart // old-style names, served by the fallback
+	)
+	f := newFixture(t, fixtureOpts{servers: 2, mutate: func(c *engine.Config) {
+		primary, fallback := c.Bootstrap.Servers[0], c.Bootstrap.Servers[1]
+		c.Bootstrap.Servers = []bootstrap.ServerConfig{fallback}
+		c.Bootstrap.Authorities = map[string]bootstrap.Authority{
+			"x.example": {Servers: []bootstrap.ServerConfig{primary, fallback}},
+		}
+	}})
+	primary, fallback := f.servers[0], f.servers[1]
+
+	wx1, _ := f.watch(required, x1)
+	pst := primary.WaitStream(t)
+	recvNames(t, pst, required, x1)
+	pst.SendT(t, resp(required, "p1", res(required, x1, "v", "primary")))
+	wx1.NextChanged(t)
+
+	// The moment of the move is observed through deliveries, which keep
+	// the order their notices were made in: the move happens in the Watch
+	// of x2 made by the first delivery of the response (its first part
+	// is applied by then), and the watch of x1 made right after it is
+	// delivered before the response's last resource if both calls took
+	// the lock before the last part.
+	var mu sync.Mutex
+	var order []string
+	record := func(s string) {
+		mu.Lock()
+		order = append(order, s)
+		mu.Unlock()
+	}
+	var delivered sync.WaitGroup
+	delivered.Add(n)
+	var moved sync.Once
+	wy := engine.WatcherFuncs{ResourceChanged: func(r registry.Resource, err error, done func()) {
+		defer done()
+		if err != nil {
+			t.Errorf("y: %v", err)
+			return
+		}
+		name := resourceName(t, r)
+		record(name)
+		moved.Do(func() {
+			f.eng.Watch(required, x2, engine.WatcherFuncs{})
+			f.eng.Watch(required, x1, engine.WatcherFuncs{ResourceChanged: func(_ registry.Resource, _ error, done func()) {
+				record("x1 again")
+				done()
+			}})
+		})
+		delivered.Done()
+	}}
+	ys := make([]string, n)
+	for i := range ys {
+		ys[i] = fmt.Sprintf("y%05d", i)
+		f.eng.Watch(required, ys[i], wy)
+	}
+	fst := fallback.WaitStream(t)
+	recvNames(t, fst, required, ys...)
+
+	// The primary goes: x1 stays cached, and with nothing uncached the
+	// authority stays where it is until x2 is watched.
+	primary.Stop()
+	for ambient := false; !ambient; {
+		select {
+		case ev := <-wx1.Events():
+			ambient = ev.Ambient
+		case <-time.After(20 * time.Millisecond):
+			f.clock.Advance(time.Second) // the primary's retries
+		}
+	}
+
+	resources := []*anypb.Any{res(required, x1, "v", "fallback")}
+	for _, y := range ys {
+		resources = append(resources, res(required, y))
+	}
+	fst.SendT(t, resp(required, "f1", resources...))
+	delivered.Wait()
+	if ev := wx1.NextChanged(t); ev.Err != nil {
+		t.Fatalf("x1: %v, want the fallback's resource", ev.Err)
+	}
+	wx1.ExpectNone(t, 50*time.Millisecond)
+
+	mu.Lock()
+	defer mu.Unlock()
+	again := slices.Index(order, "x1 again")
+	if last := slices.Index(order, ys[n-1]); again < 0 || again > last {
+		t.Fatalf("the authority moved after the response's last part (deliveries: ... %v): nothing tested", order[max(0, len(order)-3):])
+	}
 }
 
 // stallTransport is an in-memory transport whose streams the test ends at

@@ -31,11 +31,11 @@ func (s *memStream) deltaRequest(tb testing.TB) *discoverypb.DeltaDiscoveryReque
 }
 
 // deltaClusterResponse marshals an incremental CDS response of the first
-// count of n clusters as clusterResources builds them (the first one
-// changed by salt), each at the version salt.
-func deltaClusterResponse(tb testing.TB, n, count, salt int) []byte {
+// count of n clusters as clusterResources builds them (the first changed
+// of them changed by salt), each at the version salt.
+func deltaClusterResponse(tb testing.TB, n, count, changed, salt int) []byte {
 	resp := &discoverypb.DeltaDiscoveryResponse{SystemVersionInfo: "v" + strconv.Itoa(salt), TypeUrl: cds.TypeURL, Nonce: strconv.Itoa(salt)}
-	for i, a := range clusterResources(n, 1, salt)[:count] {
+	for i, a := range clusterResources(n, changed, salt)[:count] {
 		resp.Resources = append(resp.Resources, &discoverypb.Resource{Name: "cluster-" + strconv.Itoa(i), Version: strconv.Itoa(salt), Resource: a})
 	}
 	b, err := proto.Marshal(resp)
@@ -72,8 +72,8 @@ func newBenchSide(b *testing.B, n int, delta bool) *benchSide {
 		for names := 0; names < n; {
 			names += len(s.st.deltaRequest(b).GetResourceNamesSubscribe())
 		}
-		first = deltaClusterResponse(b, n, n, 2)
-		s.versions = [2][]byte{deltaClusterResponse(b, n, 1, 0), deltaClusterResponse(b, n, 1, 1)}
+		first = deltaClusterResponse(b, n, n, 1, 2)
+		s.versions = [2][]byte{deltaClusterResponse(b, n, 1, 1, 0), deltaClusterResponse(b, n, 1, 1, 1)}
 	} else {
 		s.st.awaitSubscription(b, n)
 		first = clusterResponse(b, n, 1, 2)

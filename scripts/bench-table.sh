@@ -17,7 +17,7 @@ echo "command: $0 (go test -bench 'BenchmarkSotW|BenchmarkDelta|BenchmarkEngineE
 echo
 # The latency benchmarks report percentiles of their calls: they run
 # enough calls for a 99th percentile (of 20, it would be the slowest).
-latency='BenchmarkSotWWatch(DuringPush|ToRequest)$'
+latency='Benchmark(SotW|Delta)Watch(DuringPush|ToRequest)$'
 {
 	"$bin" -test.run '^$' -test.bench 'BenchmarkSotW|BenchmarkDelta|BenchmarkEngineEDSResponse|BenchmarkGRPCClusters' -test.skip "$latency" -test.benchmem -test.count "$count"
 	"$bin" -test.run '^$' -test.bench "$latency" -test.benchmem -test.count "$count" -test.benchtime 3000x

@@ -68,15 +68,24 @@ func (c *channel) beginApplyLocked(r *wire.Response) {
 	if c.applying != r {
 		c.e.coverMarks++
 		c.applying, c.applyingShape, c.applyingCovered, c.applyingMark = r, c.e.shapeGen, 0, c.e.coverMarks
+		c.applyingActive = c.e.activeGen
 	}
 }
 
 // coverLocked counts and marks en as named by the response being applied,
 // if it belongs to an authority this channel serves.
 func (c *channel) coverLocked(en *entry) {
-	if en.auth.active() == c {
+	if a := en.auth; a.active() == c {
 		c.applyingCovered++
 		en.coveredBy = c.applyingMark
+		if c.markFor != a || c.markType != en.typ || c.markShape != c.e.shapeGen {
+			// A lookup by type URL for every resource costs what the
+			// move does; the order found stays while no entry comes or
+			// goes.
+			c.markFor, c.markType, c.markShape = a, en.typ, c.e.shapeGen
+			c.markOrder = a.marked[en.typ.TypeURL]
+		}
+		c.markOrder.moveToFront(en)
 	}
 }
 
@@ -167,37 +176,57 @@ func (c *channel) applyResourceErrorLocked(typeURL string, re wire.ResourceError
 // applyDeletionsLocked handles SotW deletion for all-resources-required
 // types (LDS, CDS): a cached resource missing from a response of the
 // authority's active server has been deleted. The caller makes sure every
-// resource of the response was named. An entry the response marked as
-// named (coverLocked) is passed over without a look at the response's
-// names: a map of them is built only for an entry left holding a value,
-// usually a deletion: for a large response, building it under the lock
-// would be the longest hold of the lock, and its allocations could start
-// a garbage collection that keeps the holder off its processor.
+// resource of the response was named. The entries the response marked as
+// named (coverLocked) were moved to the front of their authority's marked
+// order as they were marked, so while no authority changed servers the
+// others are behind them, and only those are looked at: a walk of every
+// entry of a large cache under the lock was the longest hold of it once
+// a response named fewer entries than were watched. A map of the
+// response's names is built only for an unmarked entry holding a value,
+// usually a deletion.
 func (c *channel) applyDeletionsLocked(r *wire.Response, gate *wire.Gate) {
-	e := c.e
 	typeURL := r.Type.TypeURL
+	ordered := c.applyingActive == c.e.activeGen
 	var named map[string]bool
 	for _, a := range c.authsSortedLocked() {
 		if a.active() != c {
 			continue
 		}
-		for key, en := range a.resources[typeURL] {
-			if en.coveredBy == c.applyingMark || en.value == nil || en.state == StateDoesNotExist {
-				continue
+		if !ordered {
+			for _, en := range a.resources[typeURL] {
+				c.maybeDeletedLocked(r, en, &named, gate)
 			}
-			if named == nil {
-				named = r.NamedKeys()
-			}
-			if named[key] {
-				// Named but not marked: its authority moved to this
-				// server while the response was applied (A71), or the
-				// entry is newer than its part.
-				continue
-			}
-			err := e.newError(KindDeleted, codes.NotFound, en, c, errors.New("resource deleted by the xDS server"))
-			e.onDataErrorLocked(en, err, features.ReasonDeletion, r.Version, c, gate)
+			continue
+		}
+		o := a.marked[typeURL]
+		if o == nil {
+			continue
+		}
+		for en := o.back; en != nil && en.coveredBy != c.applyingMark; {
+			prev := en.prevMarked
+			c.maybeDeletedLocked(r, en, &named, gate)
+			en = prev
 		}
 	}
+}
+
+// maybeDeletedLocked reports en deleted unless r marked it, it holds no
+// value, or r named it after all: its authority moved to this server
+// while r was applied (A71), or the entry is newer than its part. named
+// is r's names, built on first use.
+func (c *channel) maybeDeletedLocked(r *wire.Response, en *entry, named *map[string]bool, gate *wire.Gate) {
+	if en.coveredBy == c.applyingMark || en.value == nil || en.state == StateDoesNotExist {
+		return
+	}
+	if *named == nil {
+		*named = r.NamedKeys()
+	}
+	if (*named)[en.name] {
+		return
+	}
+	e := c.e
+	err := e.newError(KindDeleted, codes.NotFound, en, c, errors.New("resource deleted by the xDS server"))
+	e.onDataErrorLocked(en, err, features.ReasonDeletion, r.Version, c, gate)
 }
 
 // applyRemovalLocked handles a name an incremental response removed: a

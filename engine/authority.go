@@ -27,6 +27,50 @@ type authority struct {
 	// list after it.
 	channels  []*channel
 	resources map[string]map[string]*entry // type URL → name → entry
+	// marked orders the entries of each type by when a response last
+	// marked them (entry.coveredBy), the latest first: a response that
+	// marks its entries as it goes leaves those it did not name at the
+	// back, where its deletions are found without a walk of the others.
+	marked map[string]*markOrder
+}
+
+// markOrder is a list of an authority's entries of one type, linked
+// through entry.prevMarked and entry.nextMarked.
+type markOrder struct{ front, back *entry }
+
+func (o *markOrder) pushBack(en *entry) {
+	en.prevMarked, en.nextMarked = o.back, nil
+	if o.back != nil {
+		o.back.nextMarked = en
+	} else {
+		o.front = en
+	}
+	o.back = en
+}
+
+func (o *markOrder) remove(en *entry) {
+	if en.prevMarked != nil {
+		en.prevMarked.nextMarked = en.nextMarked
+	} else {
+		o.front = en.nextMarked
+	}
+	if en.nextMarked != nil {
+		en.nextMarked.prevMarked = en.prevMarked
+	} else {
+		o.back = en.prevMarked
+	}
+	en.prevMarked, en.nextMarked = nil, nil
+}
+
+func (o *markOrder) moveToFront(en *entry) {
+	if o.front == en || en.prevMarked == nil {
+		// At the front already, or removed from the cache.
+		return
+	}
+	o.remove(en)
+	en.nextMarked = o.front
+	o.front.prevMarked = en
+	o.front = en
 }
 
 func (a *authority) active() *channel {
@@ -52,6 +96,7 @@ func (e *Engine) newAuthority(name string, servers []bootstrap.ServerConfig, rea
 		servers:          servers,
 		reachabilityOnly: reachabilityOnly && !e.switches.DisableEndpointFallback,
 		resources:        make(map[string]map[string]*entry),
+		marked:           make(map[string]*markOrder),
 	}
 }
 

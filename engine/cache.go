@@ -127,8 +127,11 @@ type entry struct {
 	glob *globMembers
 	// coveredBy is the mark of the last response that named the entry
 	// (channel.applyingMark): the response's deletions are the entries it
-	// did not mark. The entry still fits its 208-byte size class.
+	// did not mark.
 	coveredBy uint64
+	// prevMarked and nextMarked link the entries of one type of the
+	// authority, those marked last first (authority.marked).
+	prevMarked, nextMarked *entry
 }
 
 // entryFailure is why an entry is not ACKED (err, with the version and

@@ -55,10 +55,17 @@ type channel struct {
 	// did not mark are its deletions.
 	applying        *wire.Response
 	applyingShape   uint64
+	applyingActive  uint64 // the engine's activeGen when it began
 	applyingCovered int
 	// applyingMark is what the response marks the entries it names with
 	// (entry.coveredBy).
 	applyingMark uint64
+	// markOrder is the marked order of markType's entries of markFor,
+	// found while the engine's shapeGen was markShape (coverLocked).
+	markFor   *authority
+	markType  *registry.ResourceType
+	markShape uint64
+	markOrder *markOrder
 	// globsTouched are the glob collections the response being applied
 	// changed (glob.go).
 	globsTouched map[*entry]bool
@@ -228,6 +235,7 @@ func (c *channel) ReceivedLocked() {
 		lower := a.channels[i+1:]
 		a.channels = a.channels[:i+1]
 		c.e.shapeGen++
+		c.e.activeGen++
 		for _, l := range lower {
 			c.e.log.Info("xDS fallback ended: primary is back", "authority", a.displayName(), "server", c.server.URI, "released", l.server.URI)
 			l.releaseLocked(a)

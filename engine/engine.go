@@ -62,6 +62,10 @@ type Engine struct {
 	// shapeGen counts the changes to which entries exist and to which
 	// server each authority uses (channel.applying).
 	shapeGen uint64
+	// activeGen counts the changes to which server an authority uses:
+	// while it stays, the entries a response did not mark are at the back
+	// of their authority's marked order.
+	activeGen uint64
 	// coverMarks numbers the responses applied, on every channel, so that
 	// an entry's coveredBy names one response.
 	coverMarks uint64

@@ -32,6 +32,7 @@ func (e *Engine) maybeFallbackLocked(a *authority) bool {
 		c.auths[a] = struct{}{}
 		a.channels = append(a.channels, c)
 		e.shapeGen++
+		e.activeGen++
 		e.log.Warn("xDS fallback", "authority", a.displayName(), "from", from.server.URI, "to", c.server.URI)
 		for typeURL := range a.resources {
 			c.typeChangedLocked(typeURL)

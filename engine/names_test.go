@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"strings"
@@ -143,6 +144,75 @@ func TestSotWNamesAgainstLastResponse(t *testing.T) {
 					// only a value can be deleted.
 					if want := cached[name] && !slices.Contains(named, name); deleted != want {
 						t.Errorf("step %d %v, tp3 %v: %s deleted = %v, want %v (error state %q)", i, s.names, s.tp3, name, deleted, want, details)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestDeletionsAmongMarkedEntries: a SotW response's deletions are the
+// watched entries holding a value that it did not name, found behind the
+// entries it marked in their authority's marked order. Responses here
+// name random subsets in random orders, some of them larger than a part,
+// while other names are watched and cancelled between them (entries
+// added at the back of the order and taken out of it); after each, the
+// names deleted are exactly those cached and not named.
+func TestDeletionsAmongMarkedEntries(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		names int
+	}{
+		{"one part", 40},
+		{"parts", 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, fixtureOpts{})
+			rng := rand.New(rand.NewPCG(uint64(tc.names), 1))
+			var watched []string
+			for i := 0; i < tc.names; i++ {
+				name := fmt.Sprintf("n%04d", i)
+				watched = append(watched, name)
+				f.watch(required, name)
+			}
+			st := f.servers[0].WaitStream(t)
+			recvNames(t, st, required, watched...)
+			cached := map[string]bool{}
+			churn := map[string]func(){} // watched, never sent
+			for step := 0; step < 25; step++ {
+				for i := 0; i < 3; i++ {
+					name := fmt.Sprintf("x%d", rng.IntN(8))
+					if cancel, ok := churn[name]; ok {
+						cancel()
+						delete(churn, name)
+					} else {
+						_, churn[name] = f.watch(required, name)
+					}
+				}
+				var named []string
+				switch {
+				case step == 0 || step%7 == 3:
+					named = slices.Clone(watched)
+				default:
+					for _, name := range watched {
+						if rng.IntN(4) > 0 {
+							named = append(named, name)
+						}
+					}
+				}
+				rng.Shuffle(len(named), func(i, j int) { named[i], named[j] = named[j], named[i] })
+				var resources []*anypb.Any
+				for _, name := range named {
+					resources = append(resources, res(required, name, "v", fmt.Sprint(step)))
+					cached[name] = true
+				}
+				nonce := st.SendT(t, resp(required, fmt.Sprint(step+1), resources...))
+				waitRequest(t, st, func(r *discoverypb.DiscoveryRequest) bool { return r.GetResponseNonce() == nonce })
+				for _, name := range watched {
+					details := f.eng.ResourceStatus(required, name).GetErrorState().GetDetails()
+					deleted := strings.Contains(details, "deleted by the xDS server")
+					if want := cached[name] && !slices.Contains(named, name); deleted != want {
+						t.Fatalf("step %d: %s deleted = %v, want %v (%d of %d named)", step, name, deleted, want, len(named), len(watched))
 					}
 				}
 			}

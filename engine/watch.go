@@ -52,12 +52,14 @@ func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) 
 	if byName == nil {
 		byName = make(map[string]*entry)
 		a.resources[typeURL] = byName
+		a.marked[typeURL] = &markOrder{}
 	}
 	en := byName[key]
 	created := en == nil
 	if created {
 		en = &entry{typ: typ, name: key, auth: a}
 		byName[key] = en
+		a.marked[typeURL].pushBack(en)
 		e.shapeGen++
 	}
 	wasOrphan := en.orphaned
@@ -95,6 +97,7 @@ func (e *Engine) subscribeLocked(en *entry, isNew bool) {
 		c.auths[a] = struct{}{}
 		a.channels = append(a.channels, c)
 		e.shapeGen++
+		e.activeGen++
 	}
 	for _, c := range a.channels {
 		c.nameChangedLocked(en.typ.TypeURL, en.name)
@@ -174,14 +177,17 @@ func (e *Engine) removeEntryLocked(en *entry) {
 		return
 	}
 	delete(byName, en.name)
+	a.marked[en.typ.TypeURL].remove(en)
 	e.shapeGen++
 	if len(byName) == 0 {
 		delete(a.resources, en.typ.TypeURL)
+		delete(a.marked, en.typ.TypeURL)
 	}
 	e.setRawLocked(en, nil, 0, "")
 	if len(a.resources) == 0 {
 		chans := a.channels
 		a.channels = nil
+		e.activeGen++
 		for _, c := range chans {
 			c.releaseLocked(a)
 		}

@@ -45,10 +45,7 @@ func (s *stream) nextDeltaRequestLocked() (*discoverypb.DeltaDiscoveryRequest, s
 		// The list is built here, under the lock: an incremental request
 		// carries the names that changed against the list the stream
 		// wrote last (diffSorted below), or all of them on the first.
-		names := changes.List()
-		if changes.Changed() {
-			s.host.SubscriptionBuiltLocked(typeURL, changes, names)
-		}
+		names := s.listLocked(typeURL, changes)
 		req := &discoverypb.DeltaDiscoveryRequest{TypeUrl: typeURL}
 		changed := !st.written || !(sameSlice(st.last, names) || slices.Equal(st.last, names))
 		switch {

@@ -235,6 +235,16 @@ func (s *stream) nextMessageLocked() (proto.Message, string) {
 	return nil, ""
 }
 
+// listLocked builds the list of names under the lock, and hands it to
+// the host if it changed.
+func (s *stream) listLocked(typeURL string, names Names) []string {
+	list := names.List()
+	if names.Changed() {
+		s.host.SubscriptionBuiltLocked(typeURL, names, list)
+	}
+	return list
+}
+
 // builtLocked records the list the send loop built from the changes of
 // the request it just wrote (or failed to encode) as the type's last, and
 // hands it to the host.
@@ -280,8 +290,7 @@ func (s *stream) nextRequestLocked() (*discoverypb.DiscoveryRequest, string) {
 		case st.written && sameSlice(st.last, names.Base):
 			unbuilt = true
 		default:
-			list = names.List()
-			s.host.SubscriptionBuiltLocked(typeURL, names, list)
+			list = s.listLocked(typeURL, names)
 		}
 		sameNames := !unbuilt && (sameSlice(st.last, list) || slices.Equal(st.last, list))
 		if st.nack == nil && st.written && st.lastVer == version && st.lastNon == st.nonce && sameNames {

@@ -39,6 +39,11 @@ type memStream struct {
 	ctx      context.Context
 	requests chan []byte // client → server
 	replies  chan []byte // server → client
+	// end ends the stream with an error, as the server would.
+	end chan error
+	// hold: writes from now on are handed over but do not finish before
+	// the stream ends.
+	hold atomic.Bool
 }
 
 func (t *memTransport) Build(bootstrap.ServerConfig, engine.TransportOptions) (engine.Transport, error) {
@@ -46,7 +51,7 @@ func (t *memTransport) Build(bootstrap.ServerConfig, engine.TransportOptions) (e
 }
 
 func (t *memTransport) NewStream(ctx context.Context, _ string) (engine.Stream, error) {
-	s := &memStream{ctx: ctx, requests: make(chan []byte, 64), replies: make(chan []byte, 1)}
+	s := &memStream{ctx: ctx, requests: make(chan []byte, 64), replies: make(chan []byte, 1), end: make(chan error, 1)}
 	select {
 	case t.streams <- s:
 		return s, nil
@@ -58,18 +63,25 @@ func (t *memTransport) NewStream(ctx context.Context, _ string) (engine.Stream, 
 func (t *memTransport) Close() error { return nil }
 
 func (s *memStream) Send(b []byte) error {
+	held := s.hold.Load()
 	select {
 	case s.requests <- b:
-		return nil
 	case <-s.ctx.Done():
 		return s.ctx.Err()
 	}
+	if held {
+		<-s.ctx.Done()
+		return s.ctx.Err()
+	}
+	return nil
 }
 
 func (s *memStream) Recv() ([]byte, error) {
 	select {
 	case b := <-s.replies:
 		return b, nil
+	case err := <-s.end:
+		return nil, err
 	case <-s.ctx.Done():
 		return nil, s.ctx.Err()
 	}

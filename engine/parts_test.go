@@ -1,21 +1,18 @@
 package engine_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
@@ -125,9 +122,9 @@ func TestSubscriptionsAfterChurnWhileDown(t *testing.T) {
 // back: the next stream's first request must still carry the changes,
 // with those made while it was written.
 func TestSubscriptionChangesOfAnEndedStream(t *testing.T) {
-	tr := &stallTransport{streams: make(chan *stallStream, 1)}
+	tr := &memTransport{streams: make(chan *memStream, 1)}
 	eng, err := engine.New(engine.Config{
-		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer("stall")}, Node: bootstrap.Node{ID: nodeID}},
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer("mem")}, Node: bootstrap.Node{ID: nodeID}},
 		Registry:  registry.MustNew(cds.Type),
 		Switches:  &features.Switches{},
 		Transport: tr,
@@ -140,20 +137,20 @@ func TestSubscriptionChangesOfAnEndedStream(t *testing.T) {
 	var noop engine.WatcherFuncs
 	eng.Watch(cds.TypeURL, "a", noop)
 	st := <-tr.streams
-	st.expect(t, "a")
+	expectNames(t, st, "a")
 	eng.Watch(cds.TypeURL, "b", noop)
-	st.expect(t, "a", "b")
+	expectNames(t, st, "a", "b")
 
 	st.hold.Store(true)
 	cancelC := eng.Watch(cds.TypeURL, "c", noop)
-	st.expect(t, "a", "b", "c") // being written, never done
+	expectNames(t, st, "a", "b", "c") // being written, never done
 	eng.Watch(cds.TypeURL, "d", noop)
 	st.end <- status.Error(codes.Unavailable, "stream cut")
 
 	next := <-tr.streams
-	next.expect(t, "a", "b", "c", "d")
+	expectNames(t, next, "a", "b", "c", "d")
 	cancelC()
-	next.expect(t, "a", "b", "d")
+	expectNames(t, next, "a", "b", "d")
 }
 
 // TestAuthorityMovingHereMidResponse: a response of an all-required type
@@ -255,72 +252,12 @@ func TestAuthorityMovingHereMidResponse(t *testing.T) {
 	}
 }
 
-// stallTransport is an in-memory transport whose streams the test ends at
-// will, and whose writes it can hold until the stream ends.
-type stallTransport struct {
-	streams chan *stallStream
-}
-
-type stallStream struct {
-	ctx context.Context
-	// written has every request the client began to write.
-	written chan []byte
-	// hold: writes from now on do not finish before the stream ends.
-	hold atomic.Bool
-	// end ends the stream with an error.
-	end chan error
-}
-
-func (t *stallTransport) Build(bootstrap.ServerConfig, engine.TransportOptions) (engine.Transport, error) {
-	return t, nil
-}
-
-func (t *stallTransport) NewStream(ctx context.Context, _ string) (engine.Stream, error) {
-	s := &stallStream{ctx: ctx, written: make(chan []byte, 16), end: make(chan error, 1)}
-	select {
-	case t.streams <- s:
-		return s, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (t *stallTransport) Close() error { return nil }
-
-func (s *stallStream) Send(b []byte) error {
-	held := s.hold.Load()
-	s.written <- b
-	if !held {
-		return nil
-	}
-	<-s.ctx.Done()
-	return s.ctx.Err()
-}
-
-func (s *stallStream) Recv() ([]byte, error) {
-	select {
-	case err := <-s.end:
-		return nil, err
-	case <-s.ctx.Done():
-		return nil, s.ctx.Err()
-	}
-}
-
-// expect fails unless the next request the client wrote names exactly
-// want, in order.
-func (s *stallStream) expect(t *testing.T, want ...string) {
+// expectNames fails unless the next request the client wrote names
+// exactly want, in order.
+func expectNames(t *testing.T, st *memStream, want ...string) {
 	t.Helper()
-	select {
-	case b := <-s.written:
-		req := &discoverypb.DiscoveryRequest{}
-		if err := proto.Unmarshal(b, req); err != nil {
-			t.Fatal(err)
-		}
-		if got := req.GetResourceNames(); !slices.Equal(got, want) {
-			t.Fatalf("request names %v, want %v", got, want)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("no request naming %v", want)
+	if got := st.request(t).GetResourceNames(); !slices.Equal(got, want) {
+		t.Fatalf("request names %v, want %v", got, want)
 	}
 }
 

@@ -38,13 +38,20 @@ func (c *channel) ApplyResourcesLocked(r *wire.Response, part []wire.Resource, g
 			}
 			// Applied as any resource whose value the cache supplied.
 			// Raw is the bytes the entry held, which nobody modifies.
-			res.Unchanged, res.Held = false, nil
+			res.Unchanged = false
 		}
-		_, en := e.lookupEntryLocked(typeURL, res.Key)
+		en := heldEntry(res.Held)
+		if en == nil || en.name != res.Key {
+			_, en = e.lookupEntryLocked(typeURL, res.Key)
+		}
 		if en == nil {
+			res.Held = nil
 			c.applyMemberLocked(typeURL, res.Key, res.Value, res.Version, res.Err)
 			continue
 		}
+		// Whatever becomes of the resource, the entry is where the next
+		// response most likely has it at this index.
+		res.Held = en
 		c.coverLocked(en)
 		if res.Err != nil {
 			nack := e.newError(KindNACK, codes.InvalidArgument, en, c, fmt.Errorf("invalid resource: %w", res.Err))
@@ -57,9 +64,21 @@ func (c *channel) ApplyResourcesLocked(r *wire.Response, part []wire.Resource, g
 		}
 		e.onValidLocked(en, res.Value, res.Raw, res.Hash, res.Wrapper, version, r.Received, c, gate)
 		if c.stillHoldsLocked(en, en.raw) {
-			res.Held, res.Raw = en, en.raw
+			res.Raw = en.raw
 		}
 	}
+}
+
+// heldEntry returns the entry a Resource.Held is a handle on, if it is
+// still in the cache: the one a lookup of its name finds. Its name is
+// the caller's to compare; its type is the response's, since a stream
+// hands back the handles of a type's last response with the next one.
+func heldEntry(held any) *entry {
+	en, _ := held.(*entry)
+	if en == nil || en.removed {
+		return nil
+	}
+	return en
 }
 
 // beginApplyLocked starts the count and the mark of the entries r names,
@@ -301,7 +320,7 @@ func (c *channel) UnreadableLocked(u wire.Unreadable, gate *wire.Gate) {
 // CachedLocked finds the resource cached from this server with exactly
 // raw's bytes and wrapper name: by the wrapper's name, by the name its
 // type's NameField holds, or else by the bytes' hash.
-func (c *channel) CachedLocked(typeURL, wrapper string, hash uint64, raw []byte) (string, registry.Resource, bool) {
+func (c *channel) CachedLocked(typeURL, wrapper string, hash uint64, raw []byte, held any) (string, registry.Resource, bool) {
 	e := c.e
 	var en *entry
 	switch typ := e.types[typeURL]; {
@@ -311,7 +330,9 @@ func (c *channel) CachedLocked(typeURL, wrapper string, hash uint64, raw []byte)
 		_, en = e.lookupEntryLocked(typeURL, wrapper)
 	case typ.NameField != 0:
 		if name, ok := typ.ReadName(raw); ok {
-			en = e.entryByNameLocked(typeURL, name)
+			if en = heldEntry(held); en == nil || en.name != string(name) {
+				en = e.entryByNameLocked(typeURL, name)
+			}
 		}
 	default:
 		en = e.byContent[contentKey{typ, hash}]

@@ -105,6 +105,9 @@ type entry struct {
 	watchers []*watch
 	// orphaned: no watcher, waiting for a request without it to be sent.
 	orphaned bool
+	// removed: taken out of the cache, for good. A handle on it that a
+	// stream kept (wire.Resource.Held) is then stale.
+	removed bool
 
 	value   registry.Resource // nil when nothing usable is cached
 	raw     []byte            // serialized form of value

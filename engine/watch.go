@@ -177,6 +177,7 @@ func (e *Engine) removeEntryLocked(en *entry) {
 		return
 	}
 	delete(byName, en.name)
+	en.removed = true
 	a.marked[en.typ.TypeURL].remove(en)
 	e.shapeGen++
 	if len(byName) == 0 {

@@ -45,8 +45,11 @@ func (s *stream) decode(typ registry.ResourceType, env envelope) (*Response, *ta
 		// A SotW server re-sends every unchanged resource, in the same
 		// order as a rule: the same bytes at the same index are the
 		// resource held since the last response, if the host confirms.
-		if i < len(prev) && prev[i].held != nil && c.Err == nil && c.Wrapper == "" && bytes.Equal(prev[i].raw, c.Raw) {
-			c.Held, c.Raw = prev[i].held, prev[i].raw
+		if i < len(prev) && prev[i].held != nil && c.Err == nil && c.Wrapper == "" {
+			c.Held = prev[i].held
+			if bytes.Equal(prev[i].raw, c.Raw) {
+				c.Raw, c.repeated = prev[i].raw, true
+			}
 		}
 	}
 	r, t := s.decodeCandidates(typ, cands, env.errors, 0, last)
@@ -187,7 +190,7 @@ func (s *stream) reuseCached(typeURL string, cands []candidate) {
 		if i%yieldEvery == yieldEvery-1 {
 			s.yieldIfLong()
 		}
-		if c := &cands[i]; c.Err == nil && c.Wrapper == "" && c.Held == nil {
+		if c := &cands[i]; c.Err == nil && c.Wrapper == "" && !c.repeated {
 			c.Hash = maphash.Bytes(s.cfg.HashSeed, c.Raw)
 		}
 	}
@@ -206,16 +209,16 @@ func (s *stream) reuseCached(typeURL string, cands []candidate) {
 			if c.Err != nil {
 				continue
 			}
-			if c.Held != nil {
+			if c.repeated {
 				name, key, value, ok := s.host.StillHeldLocked(c.Held, c.Raw)
 				if ok {
 					c.name, c.Key, c.Value, c.Unchanged = name, key, value, true
 					continue
 				}
-				c.Held = nil
+				c.repeated = false
 				c.Hash = maphash.Bytes(s.cfg.HashSeed, c.Raw)
 			}
-			if name, value, ok := s.host.CachedLocked(typeURL, c.Wrapper, c.Hash, c.Raw); ok {
+			if name, value, ok := s.host.CachedLocked(typeURL, c.Wrapper, c.Hash, c.Raw, c.Held); ok {
 				c.name, c.Value = name, value
 			}
 		}

@@ -91,8 +91,10 @@ type Host interface {
 	// none), so that decoding it again is skipped. hash is raw's under
 	// Config.HashSeed when wrapper is "" (a wrapped resource is found by
 	// its wrapper's name, others by the name their type's NameField
-	// holds, or by hash).
-	CachedLocked(typeURL, wrapper string, hash uint64, raw []byte) (name string, value registry.Resource, ok bool)
+	// holds, or by hash). held is the Resource.Held of the resource at
+	// the same index of the last response, or nil: the likely place of
+	// this one, which the host checks before it uses it.
+	CachedLocked(typeURL, wrapper string, hash uint64, raw []byte, held any) (name string, value registry.Resource, ok bool)
 	// ResolveName returns the cache key of a name, or why it is not a name
 	// anybody can watch. It takes no lock.
 	ResolveName(typeURL, name string) (key string, err error)
@@ -219,12 +221,17 @@ type Resource struct {
 	// "" in a SotW one.
 	Version string
 	Err     error // why it is invalid
-	// Held is set by the host's ApplyResourcesLocked when it holds the
-	// resource's value afterwards: a handle on where. It then also sets
-	// Raw to the bytes it holds, equal to those sent, which nobody
-	// modifies. The stream gives both back to StillHeldLocked when the
-	// next response repeats the bytes at the same index, as SotW
-	// responses do with every unchanged resource.
+	// Held is set by the host's ApplyResourcesLocked: a handle on where
+	// it keeps the resource. When it holds the resource's value
+	// afterwards, it also sets Raw to the bytes it holds, equal to those
+	// sent, which nobody modifies. The stream gives Held back with the
+	// resource at the same index of the next SotW response, as SotW
+	// servers send their resources in the same order each time: to
+	// StillHeldLocked, with Raw, when the bytes are the same (every
+	// unchanged resource), and otherwise as where the host looks first
+	// for the resource (CachedLocked, ApplyResourcesLocked), which in a
+	// cache of 100,000 spares it the lookups of a changed one. The host
+	// checks that the handle is still the resource's before using it.
 	Held any
 	// Unchanged says that the host still holds exactly this resource, as
 	// Held: its bytes are those at the same index of the stream's last
@@ -232,8 +239,11 @@ type Resource struct {
 	// host applies it by updating its version.
 	Unchanged bool
 
-	index int32  // in the response
-	name  string // as sent, during stage 1; "" when it could not be learned
+	// repeated: the bytes are those at the same index of the last
+	// response, whose Raw (and Held) the candidate took.
+	repeated bool
+	index    int32  // in the response
+	name     string // as sent, during stage 1; "" when it could not be learned
 }
 
 // ResourceError is one xRFC TP3 entry.

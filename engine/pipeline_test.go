@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,4 +157,74 @@ func runLargeResponse(t *testing.T, procs int, incomplete bool) largeResponseOut
 	mu.Lock()
 	defer mu.Unlock()
 	return out
+}
+
+// TestLargeResponsesInARow: responses of more than the 8,192 resources
+// whose working memory a stream keeps for itself, one after another, so
+// that each is read into arrays an earlier one used and gave back (a
+// sync.Pool): each changes another third of the resources, and every
+// watcher must be told its resource's new value, once, and nothing of
+// the others.
+func TestLargeResponsesInARow(t *testing.T) {
+	const n = 9000
+	f := newFixture(t, fixtureOpts{})
+	var mu sync.Mutex
+	values := make(map[string]string, n)
+	var delivered atomic.Int64
+	names := make([]string, n)
+	for i := range names {
+		name := "r" + strconv.Itoa(i)
+		names[i] = name
+		f.eng.Watch(thing, name, engine.WatcherFuncs{
+			ResourceChanged: func(r registry.Resource, err error, done func()) {
+				defer done()
+				mu.Lock()
+				if err != nil {
+					values[name] = "error: " + err.Error()
+				} else {
+					values[name] = fmt.Sprint(r.(*testtype.Resource).Fields["v"])
+				}
+				mu.Unlock()
+				delivered.Add(1)
+			},
+		})
+	}
+	st := f.servers[0].WaitStream(t)
+	waitRequest(t, st, func(r *discoverypb.DiscoveryRequest) bool { return len(r.GetResourceNames()) == n })
+
+	want := make([]string, n)
+	total := int64(0)
+	for round := 1; round <= 4; round++ {
+		resources := make([]*anypb.Any, n)
+		for i := range resources {
+			if round == 1 || i%3 == round%3 {
+				want[i] = "v" + strconv.Itoa(round)
+				total++
+			}
+			resources[i] = res(thing, names[i], "v", want[i])
+		}
+		version := strconv.Itoa(round)
+		nonce := st.SendT(t, resp(thing, version, resources...))
+		ack := waitRequest(t, st, func(r *discoverypb.DiscoveryRequest) bool { return r.GetResponseNonce() == nonce })
+		if ack.GetErrorDetail() != nil || ack.GetVersionInfo() != version {
+			t.Fatalf("response %d answered with version %q, error %v", round, ack.GetVersionInfo(), ack.GetErrorDetail())
+		}
+		for start := time.Now(); delivered.Load() < total; time.Sleep(time.Millisecond) {
+			if time.Since(start) > 10*time.Second {
+				t.Fatalf("response %d: %d deliveries in all, want %d", round, delivered.Load(), total)
+			}
+		}
+		mu.Lock()
+		for i, name := range names {
+			if values[name] != want[i] {
+				mu.Unlock()
+				t.Fatalf("after response %d, %s was told %q, want %q", round, name, values[name], want[i])
+			}
+		}
+		mu.Unlock()
+	}
+	time.Sleep(20 * time.Millisecond) // a late extra delivery
+	if got := delivered.Load(); got != total {
+		t.Fatalf("%d deliveries, want %d: unchanged resources were delivered again", got, total)
+	}
 }

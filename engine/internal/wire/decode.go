@@ -388,15 +388,31 @@ type scratch struct {
 	envelope []rawAny
 	cands    []candidate
 	used     int // candidates handed out for the response under way
-	named    map[string]bool
+	// large is the candidates of a response of more than maxScratch
+	// resources, until it is released to largeCandidates.
+	large []candidate
+	named map[string]bool
 }
+
+// largeCandidates and largeEnvelopes hold the arrays of responses too
+// large for a stream to keep (maxScratch) until the collector has run
+// twice: a stream that keeps receiving responses of 100,000 resources
+// reuses them, instead of having 20 MB of fresh memory zeroed and
+// faulted in for each, and what streams that went quiet leave is taken
+// back.
+var largeCandidates, largeEnvelopes sync.Pool // of *[]candidate, *[]rawAny
 
 // candidates returns n zeroed candidates, from the kept array when it is
 // large enough.
 func (sc *scratch) candidates(n int) []candidate {
 	if n > maxScratch {
 		sc.used = 0
-		return make([]candidate, n)
+		if p, _ := largeCandidates.Get().(*[]candidate); p != nil && cap(*p) >= n {
+			sc.large = (*p)[:n]
+		} else {
+			sc.large = make([]candidate, n)
+		}
+		return sc.large
 	}
 	if cap(sc.cands) < n {
 		sc.cands = make([]candidate, n, max(n, 64))
@@ -417,14 +433,32 @@ func (sc *scratch) namedMap(n int) map[string]bool {
 	return sc.named
 }
 
+// envelopeArray returns the array to read the next envelope's resources
+// into: the one kept, or else a large one released by any stream, or
+// none (parseEnvelope then sizes one).
+func (sc *scratch) envelopeArray() []rawAny {
+	if cap(sc.envelope) == 0 {
+		if p, _ := largeEnvelopes.Get().(*[]rawAny); p != nil {
+			return *p
+		}
+	}
+	return sc.envelope
+}
+
 // keepEnvelope keeps the array of an envelope's resources for the next
-// one, without the slices of the response it held.
+// one, without the slices of the response it held. A large one goes to
+// largeEnvelopes, and the stream keeps none, so that its next response
+// is read into that one rather than grown, step by step, from a small
+// one kept before.
 func (sc *scratch) keepEnvelope(resources []rawAny) {
+	clear(resources)
+	resources = resources[:0]
 	if cap(resources) > maxScratch {
+		largeEnvelopes.Put(&resources)
+		sc.envelope = nil
 		return
 	}
-	clear(resources)
-	sc.envelope = resources[:0]
+	sc.envelope = resources
 }
 
 // release is called once a response is applied (or dropped): what its
@@ -432,5 +466,13 @@ func (sc *scratch) keepEnvelope(resources []rawAny) {
 func (sc *scratch) release() {
 	clear(sc.cands[:sc.used])
 	sc.used = 0
+	if sc.large != nil {
+		// Only a prefix of the array is used at a time, and each use
+		// clears it: the rest is zero already.
+		clear(sc.large)
+		large := sc.large
+		largeCandidates.Put(&large)
+		sc.large = nil
+	}
 	clear(sc.named)
 }

@@ -101,7 +101,7 @@ type incoming struct {
 
 // readSotW parses and decodes a DiscoveryResponse.
 func (s *stream) readSotW(b []byte) incoming {
-	env, err := parseEnvelope(b, s.scratch.envelope)
+	env, err := parseEnvelope(b, s.scratch.envelopeArray())
 	if err != nil {
 		// proto.Unmarshal says why, in the words NACKs have always used.
 		resp := &discoverypb.DiscoveryResponse{}

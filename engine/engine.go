@@ -57,8 +57,6 @@ type Engine struct {
 	// callers counts Watch and cancel calls waiting for the lock: a
 	// response applied in parts lets them in between parts.
 	callers atomic.Int32
-	// notices is the rest of the chunk the notifications of the response
-	// held by noticeGate come from (newNoticeLocked). Guarded by mu.
 	// shapeGen counts the changes to which entries exist and to which
 	// server each authority uses (channel.applying).
 	shapeGen uint64
@@ -70,9 +68,15 @@ type Engine struct {
 	// an entry's coveredBy names one response.
 	coverMarks uint64
 
+	// notices is the rest of the chunk the notifications of the response
+	// held by noticeGate come from (newNoticeLocked). Guarded by mu.
 	notices     []notice
 	noticeGate  *wire.Gate
 	noticeChunk int
+	// lastOrigin is the origin of the last notification, which the next
+	// ones share while they come from the same response (originLocked).
+	// Guarded by mu.
+	lastOrigin *origin
 	// maxResponseBytes and slowWatcherThreshold are the Config's, with
 	// their defaults.
 	maxResponseBytes     int

@@ -61,7 +61,19 @@ func TestUpdateMetadata(t *testing.T) {
 		t.Errorf("cached update = %+v, want the first one's origin", u2)
 	}
 
-	// A deletion carries the version that deleted it.
+	// A new version is delivered with its own origin, to both watchers.
+	st.RecvT(t) // the ACK of v7
+	f.clock.Advance(time.Second)
+	received8 := f.clock.Now()
+	st.SendT(t, resp(thing, "v8", res(thing, "a", "v", "8")))
+	for _, rec := range []*updateRecorder{w, w2} {
+		if u8 := rec.next(t); u8.Version != "v8" || u8.ServerURI != u.ServerURI || !u8.Received.Equal(received8) {
+			t.Errorf("update = %+v, want version v8 received at %v", u8, received8)
+		}
+	}
+
+	// A resource that does not exist was not deleted by any response: its
+	// update names no version.
 	typed := make(chan engine.TypedUpdate[registry.Resource], 10)
 	defer engine.Watch[registry.Resource](f.eng, thing, "missing", typedUpdates(typed))()
 	st.RecvT(t)
@@ -73,8 +85,8 @@ func TestUpdateMetadata(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no typed update")
 	}
-	if status.Code(tu.Err) != codes.NotFound || tu.Received.IsZero() {
-		t.Errorf("typed update = %+v, want NOT_FOUND with a time", tu)
+	if status.Code(tu.Err) != codes.NotFound || tu.Version != "" || !tu.Received.Equal(f.clock.Now()) {
+		t.Errorf("typed update = %+v, want NOT_FOUND at %v with no version", tu, f.clock.Now())
 	}
 }
 

@@ -62,27 +62,48 @@ func deliverChange(w ResourceWatcher, u Update, done func()) {
 	w.OnResourceChanged(u.Resource, u.Err, done)
 }
 
-// updateLocked describes a change of en for its watchers: the cached
-// resource's origin, or the error's.
-func (e *Engine) updateLocked(en *entry, r registry.Resource, err error) Update {
+// origin is where an update came from: its version, server and time,
+// the Update's fields besides the resource and the error. The
+// notifications of one response share one, so that each of them holds
+// its watcher, its value and its hold on the response, and not two more
+// strings and a time.
+type origin struct {
+	version, serverURI string
+	received           time.Time
+}
+
+// originLocked returns the origin of a change of en for its watchers: the
+// cached resource's, or the error's (err non-nil).
+func (e *Engine) originLocked(en *entry, err error) *origin {
 	if err == nil {
-		u := Update{Resource: r, Version: en.version, Received: en.updated}
+		uri := ""
 		if en.source != nil {
-			u.ServerURI = en.source.server.URI
+			uri = en.source.server.URI
 		}
-		return u
+		return e.sharedOriginLocked(origin{version: en.version, serverURI: uri, received: en.updated})
 	}
-	u := Update{Err: err, Received: e.clock.Now()}
+	var o origin
 	if xe, ok := err.(*Error); ok {
-		u.ServerURI = xe.ServerURI
+		o.serverURI = xe.ServerURI
 		if f := en.fail; f != nil && xe == f.err {
-			u.Version, u.Received = f.failedVersion, f.failedAt
+			o.version, o.received = f.failedVersion, f.failedAt
 		}
 	}
-	if u.Received.IsZero() {
-		u.Received = e.clock.Now()
+	if o.received.IsZero() {
+		o.received = e.clock.Now()
 	}
-	return u
+	return e.sharedOriginLocked(o)
+}
+
+// sharedOriginLocked returns the last origin if it is o, else a new one,
+// which becomes the last.
+func (e *Engine) sharedOriginLocked(o origin) *origin {
+	if last := e.lastOrigin; last != nil && *last == o {
+		return last
+	}
+	made := o // allocated here only: o itself does not escape
+	e.lastOrigin = &made
+	return &made
 }
 
 // OnUpdate converts the update to T and hands it to a TypedUpdateWatcher,

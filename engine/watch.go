@@ -18,6 +18,18 @@ type watch struct {
 	canceled atomic.Bool
 }
 
+// watchedEntry is an entry a Watch call made, with that call's
+// registration: one allocation rather than two, since most entries are
+// made by a watch. The two fill a size class (256 B) exactly; room for
+// the watchers list as well would take the next (288 B), more than the
+// list's own allocation. The registration outlives its cancel as any
+// does (a notice may still hold it); a later watcher is allocated on its
+// own.
+type watchedEntry struct {
+	entry
+	first watch
+}
+
 // Watch starts watching the resource of type typeURL called name and
 // returns the function that stops it. The watcher's callbacks run on the
 // engine's callback goroutine (see [ResourceWatcher]). An unknown type,
@@ -54,17 +66,21 @@ func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) 
 		a.resources[typeURL] = byName
 		a.marked[typeURL] = &markOrder{}
 	}
+	var h *watch
 	en := byName[key]
 	created := en == nil
 	if created {
-		en = &entry{typ: typ, name: key, auth: a}
+		we := &watchedEntry{entry: entry{typ: typ, name: key, auth: a}}
+		en, h = &we.entry, &we.first
 		byName[key] = en
 		a.marked[typeURL].pushBack(en)
 		e.shapeGen++
+	} else {
+		h = new(watch)
 	}
+	h.w, h.entry = w, en
 	wasOrphan := en.orphaned
 	en.orphaned = false
-	h := &watch{w: w, entry: en}
 	en.watchers = append(en.watchers, h)
 	if created || wasOrphan {
 		e.subscribeLocked(en, created)
@@ -118,15 +134,17 @@ func (e *Engine) deliverCurrentLocked(h *watch) {
 	en := h.entry
 	switch {
 	case en.value != nil:
-		e.scheduleLocked(&notice{h: h, u: e.updateLocked(en, en.value, nil)}, nil)
+		e.scheduleLocked(&notice{h: h, resource: en.value, origin: e.originLocked(en, nil)}, nil)
 		if amb := en.ambientError(); amb != nil {
-			e.scheduleLocked(&notice{h: h, u: Update{Err: amb}, isAmbient: true}, nil)
+			e.scheduleLocked(&notice{h: h, err: amb, isAmbient: true}, nil)
 		}
 	case en.lastError() != nil:
-		e.scheduleLocked(&notice{h: h, u: e.updateLocked(en, nil, en.lastError())}, nil)
+		err := en.lastError()
+		e.scheduleLocked(&notice{h: h, err: err, origin: e.originLocked(en, err)}, nil)
 	default:
 		if act := en.auth.active(); act != nil && act.status != nil {
-			e.scheduleLocked(&notice{h: h, u: e.updateLocked(en, nil, e.channelErrorFor(act, en))}, nil)
+			err := e.channelErrorFor(act, en)
+			e.scheduleLocked(&notice{h: h, err: err, origin: e.originLocked(en, err)}, nil)
 		}
 	}
 }
@@ -196,16 +214,27 @@ func (e *Engine) removeEntryLocked(en *entry) {
 }
 
 // notice is one watcher callback, scheduled under the engine's lock and
-// run on the serializer: a change (u), or an ambient error (u.Err, with
-// isAmbient). It is one object holding what the callback needs and its
-// hold on the response's gate, since a large response schedules one per
-// resource.
+// run on the serializer: a change (resource or err, with its origin), or
+// an ambient error (err, with isAmbient). It is one object holding what
+// the callback needs and its hold on the response's gate, since a large
+// response schedules one per resource.
 type notice struct {
 	h         *watch
-	u         Update
+	resource  registry.Resource
+	err       error
+	origin    *origin // nil for an ambient error
 	isAmbient bool
 	hold      wire.Hold
 	done      func()
+}
+
+// update is the Update the notice delivers.
+func (n *notice) update() Update {
+	u := Update{Resource: n.resource, Err: n.err}
+	if o := n.origin; o != nil {
+		u.Version, u.ServerURI, u.Received = o.version, o.serverURI, o.received
+	}
+	return u
 }
 
 // About is what the notice is about, for a report of slow watchers. An
@@ -221,9 +250,9 @@ func (n *notice) Run() {
 	case n.h.canceled.Load():
 		n.done()
 	case n.isAmbient:
-		n.h.w.OnAmbientError(n.u.Err, n.done)
+		n.h.w.OnAmbientError(n.err, n.done)
 	default:
-		deliverChange(n.h.w, n.u, n.done)
+		deliverChange(n.h.w, n.update(), n.done)
 	}
 }
 
@@ -244,10 +273,10 @@ func (e *Engine) notifyChangedLocked(en *entry, r registry.Resource, err error, 
 	if len(en.watchers) == 0 {
 		return
 	}
-	u := e.updateLocked(en, r, err)
+	o := e.originLocked(en, err)
 	for _, h := range en.watchers {
 		n := e.newNoticeLocked(gate)
-		n.h, n.u = h, u
+		n.h, n.resource, n.err, n.origin = h, r, err, o
 		e.scheduleLocked(n, gate)
 	}
 }
@@ -255,7 +284,7 @@ func (e *Engine) notifyChangedLocked(en *entry, r registry.Resource, err error, 
 func (e *Engine) notifyAmbientLocked(en *entry, err error, gate *wire.Gate) {
 	for _, h := range en.watchers {
 		n := e.newNoticeLocked(gate)
-		n.h, n.u.Err, n.isAmbient = h, err, true
+		n.h, n.err, n.isAmbient = h, err, true
 		e.scheduleLocked(n, gate)
 	}
 }

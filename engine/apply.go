@@ -319,13 +319,17 @@ func (c *channel) UnreadableLocked(u wire.Unreadable, gate *wire.Gate) {
 
 // CachedLocked finds the resource cached from this server with exactly
 // raw's bytes and wrapper name: by the wrapper's name, by the name its
-// type's NameField holds, or else by the bytes' hash.
-func (c *channel) CachedLocked(typeURL, wrapper string, hash uint64, raw []byte, held any) (string, registry.Resource, bool) {
+// type's NameField holds, or else by the bytes' hash. The entry a name
+// leads to is handed back whatever it holds, as where
+// ApplyResourcesLocked looks first: on a stream's first response, which
+// has no handles from a last one, that spares a second lookup of each
+// new resource.
+func (c *channel) CachedLocked(typeURL, wrapper string, hash uint64, raw []byte, held any) (string, registry.Resource, any, bool) {
 	e := c.e
 	var en *entry
 	switch typ := e.types[typeURL]; {
 	case typ == nil:
-		return "", nil, false
+		return "", nil, nil, false
 	case wrapper != "":
 		_, en = e.lookupEntryLocked(typeURL, wrapper)
 	case typ.NameField != 0:
@@ -337,15 +341,17 @@ func (c *channel) CachedLocked(typeURL, wrapper string, hash uint64, raw []byte,
 	default:
 		en = e.byContent[contentKey{typ, hash}]
 	}
-	if en == nil || en.value == nil || en.source != c || en.wrapper != wrapper {
-		return "", nil, false
+	if en == nil {
+		return "", nil, nil, false
 	}
-	// Hashes under one seed that differ rule out equal bytes without
-	// reading the cached ones: in a large cache, a miss saved.
-	if (hash != 0 && en.rawHash != 0 && hash != en.rawHash) || !bytes.Equal(en.raw, raw) {
-		return "", nil, false
+	if en.value == nil || en.source != c || en.wrapper != wrapper ||
+		// Hashes under one seed that differ rule out equal bytes
+		// without reading the cached ones: in a large cache, a miss
+		// saved.
+		(hash != 0 && en.rawHash != 0 && hash != en.rawHash) || !bytes.Equal(en.raw, raw) {
+		return "", nil, en, false
 	}
-	return en.name, en.value, true
+	return en.name, en.value, en, true
 }
 
 // ResolveName returns the cache key of a resource name.

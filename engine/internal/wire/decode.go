@@ -218,7 +218,11 @@ func (s *stream) reuseCached(typeURL string, cands []candidate) {
 				c.repeated = false
 				c.Hash = maphash.Bytes(s.cfg.HashSeed, c.Raw)
 			}
-			if name, value, ok := s.host.CachedLocked(typeURL, c.Wrapper, c.Hash, c.Raw, c.Held); ok {
+			name, value, at, ok := s.host.CachedLocked(typeURL, c.Wrapper, c.Hash, c.Raw, c.Held)
+			if at != nil {
+				c.Held = at
+			}
+			if ok {
 				c.name, c.Value = name, value
 			}
 		}

@@ -69,6 +69,11 @@ type streamType struct {
 	// fresh are the subscriptions new in the request being written: their
 	// timers start when it is.
 	fresh []freshSub
+	// spare are subscriptions allocated together for the names a request
+	// adds (prepareFreshLocked), handed out one by one: a burst of 1,000
+	// watches makes one allocation for its subscriptions, not 1,000. Each
+	// batch lives while one of its subscriptions does.
+	spare []subscription
 }
 
 type freshSub struct {

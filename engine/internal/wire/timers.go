@@ -95,6 +95,9 @@ func (st *streamType) prepareFreshLocked(grow int) {
 	if cap(st.fresh) < grow {
 		st.fresh = make([]freshSub, 0, grow)
 	}
+	if len(st.spare) < grow {
+		st.spare = make([]subscription, grow)
+	}
 }
 
 func (st *streamType) unsubscribeLocked(name string) {
@@ -106,7 +109,13 @@ func (st *streamType) unsubscribeLocked(name string) {
 
 func (st *streamType) subscribeLocked(name string) {
 	if _, ok := st.subs[name]; !ok {
-		sub := &subscription{owner: st}
+		var sub *subscription
+		if len(st.spare) > 0 {
+			sub, st.spare = &st.spare[0], st.spare[1:]
+		} else {
+			sub = new(subscription)
+		}
+		sub.owner = st
 		st.subs[name] = sub
 		st.unsettled++
 		st.fresh = append(st.fresh, freshSub{name, sub})
@@ -152,7 +161,10 @@ func (s *stream) onWrittenLocked(typeURL string) {
 	kept := 0
 	for _, f := range fresh {
 		name, sub := f.name, f.sub
-		if st.subs[name] != sub || sub.settled || sub.timer != nil {
+		// A name dropped since the request was built is settled too
+		// (unsubscribeLocked stops its subscription, for good), so no
+		// lookup in subs is needed to tell.
+		if sub.settled || sub.timer != nil {
 			continue
 		}
 		timeout, ok := s.host.TimerLocked(typeURL, name)

@@ -319,11 +319,11 @@ func (c *channel) UnreadableLocked(u wire.Unreadable, gate *wire.Gate) {
 
 // CachedLocked finds the resource cached from this server with exactly
 // raw's bytes and wrapper name: by the wrapper's name, by the name its
-// type's NameField holds, or else by the bytes' hash. The entry a name
-// leads to is handed back whatever it holds, as where
-// ApplyResourcesLocked looks first: on a stream's first response, which
-// has no handles from a last one, that spares a second lookup of each
-// new resource.
+// type's NameField holds, or else by the bytes' hash. The entry it finds
+// is handed back whatever it holds, as where ApplyResourcesLocked looks
+// first (which checks it has the resource's key): on a stream's first
+// response, which has no handles from a last one, that spares a second
+// lookup of each new resource.
 func (c *channel) CachedLocked(typeURL, wrapper string, hash uint64, raw []byte, held any) (string, registry.Resource, any, bool) {
 	e := c.e
 	var en *entry

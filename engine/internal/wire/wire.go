@@ -93,10 +93,9 @@ type Host interface {
 	// its wrapper's name, others by the name their type's NameField
 	// holds, or by hash). held is the Resource.Held of the resource at
 	// the same index of the last response, or nil: the likely place of
-	// this one, which the host checks before it uses it. at is the
-	// handle on where the host keeps the resource of the name raw holds,
-	// if it found one whatever it holds, which the stream gives the
-	// resource as its Held.
+	// this one, which the host checks before it uses it. at is a handle
+	// on what the host found, whatever it holds, or nil: the stream gives
+	// it to the resource as its Held.
 	CachedLocked(typeURL, wrapper string, hash uint64, raw []byte, held any) (name string, value registry.Resource, at any, ok bool)
 	// ResolveName returns the cache key of a name, or why it is not a name
 	// anybody can watch. It takes no lock.
@@ -233,10 +232,11 @@ type Resource struct {
 	// StillHeldLocked, with Raw, when the bytes are the same (every
 	// unchanged resource), and otherwise as where the host looks first
 	// for the resource (CachedLocked, ApplyResourcesLocked), which in a
-	// cache of 100,000 spares it the lookups of a changed one. A resource
-	// with no handle from the last response takes the one CachedLocked
-	// found, for ApplyResourcesLocked. The host checks that the handle is
-	// still the resource's before using it.
+	// cache of 100,000 spares it the lookups of a changed one. The handle
+	// CachedLocked returns replaces it, for ApplyResourcesLocked: on a
+	// first response, where there is no last one, it spares each new
+	// resource a second lookup. The host checks that a handle is still
+	// the resource's before using it.
 	Held any
 	// Unchanged says that the host still holds exactly this resource, as
 	// Held: its bytes are those at the same index of the stream's last

@@ -63,8 +63,7 @@ func (o *markOrder) remove(en *entry) {
 }
 
 func (o *markOrder) moveToFront(en *entry) {
-	if o.front == en || en.prevMarked == nil {
-		// At the front already, or removed from the cache.
+	if o.front == en || en.removed {
 		return
 	}
 	o.remove(en)

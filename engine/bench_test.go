@@ -140,11 +140,28 @@ func BenchmarkEngineEDSResponse(b *testing.B) {
 	}
 }
 
+// grpcEngine is an engine of the CDS type whose one server is addr, over
+// gRPC on loopback (the engine's own transport), for the benchmarks.
+func grpcEngine(tb testing.TB, addr string) *engine.Engine {
+	e, err := engine.New(engine.Config{
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: "bench"}},
+		Registry:  registry.MustNew(cds.Type),
+		Switches:  &features.Switches{},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e
+}
+
 // BenchmarkGRPCClusters is BenchmarkSotWClusters over gRPC on loopback:
 // the scripted ADS server in the same process sends each response as
 // prepared bytes and reads each ACK. all/1k is scenario (a), one/1k
-// scenario (c); x-raw and x-envelope are measured in the same run, as
-// there.
+// scenario (c), all/10k and all/100k the scale series; x-raw and
+// x-envelope are measured in the same run, as there. The process's CPU
+// time (x-raw-cpu, cpu-ns/resource) includes the server's: its gRPC
+// send of each response and its decoding of each ACK, which names every
+// cluster.
 func BenchmarkGRPCClusters(b *testing.B) {
 	for _, tc := range []struct {
 		name       string
@@ -152,17 +169,12 @@ func BenchmarkGRPCClusters(b *testing.B) {
 	}{
 		{"all/1k", 1000, 1000},
 		{"one/1k", 1000, 1},
+		{"all/10k", 10_000, 10_000},
+		{"all/100k", 100_000, 100_000},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			srv := scriptedads.Start(b)
-			e, err := engine.New(engine.Config{
-				Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(srv.Addr())}, Node: bootstrap.Node{ID: "bench"}},
-				Registry:  registry.MustNew(cds.Type),
-				Switches:  &features.Switches{},
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
+			e := grpcEngine(b, srv.Addr())
 			defer e.Close()
 			c := &counter{tb: b}
 			w := c.watcher()
@@ -187,13 +199,78 @@ func BenchmarkGRPCClusters(b *testing.B) {
 			b.SetBytes(int64(len(versions[0])))
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu0, cpuOK := processCPU()
 			for i := 1; i <= b.N; i++ {
 				respond(i, tc.changed)
 			}
+			cpu1, _ := processCPU()
 			b.StopTimer()
 			perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 			b.ReportMetric(perOp/raw, "x-raw")
 			b.ReportMetric(perOp/envelope, "x-envelope")
+			b.ReportMetric(perOp/float64(tc.n), "ns/resource")
+			if cpuOK {
+				cpuPerOp := float64((cpu1 - cpu0).Nanoseconds()) / float64(b.N)
+				b.ReportMetric(cpuPerOp/raw, "x-raw-cpu")
+				b.ReportMetric(cpuPerOp/float64(tc.n), "cpu-ns/resource")
+			}
+			if got, want := c.delivered.Load(), int64(tc.n+b.N*tc.changed); got != want {
+				b.Fatalf("%d deliveries, want %d", got, want)
+			}
 		})
+	}
+}
+
+// BenchmarkGRPCColdStart is BenchmarkSotWColdStart over gRPC on loopback:
+// each cold start is a new engine, which dials the scripted ADS server
+// (one for the whole benchmark) and opens a stream, 1,000 watches, the
+// response once a request names every cluster, and every delivery.
+// Close is not timed. cpu-ns/op is the process's CPU time per cold
+// start, the server's included (its gRPC, and its decoding of every
+// request).
+func BenchmarkGRPCColdStart(b *testing.B) {
+	const n = 1000
+	resp := clusterResponse(b, n, 0, 0)
+	raw := rawNsPerOp(b, resp)
+	srv := scriptedads.Start(b)
+	requests := 0
+	var cpu time.Duration
+	cpuOK := true
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cpu0, ok0 := processCPU()
+		e := grpcEngine(b, srv.Addr())
+		c := &counter{tb: b}
+		c.wg.Add(n)
+		w := c.watcher()
+		for j := 0; j < n; j++ {
+			e.Watch(cds.TypeURL, "cluster-"+strconv.Itoa(j), w)
+		}
+		st := srv.WaitStream(b)
+		for names := 0; names != n; requests++ {
+			names = len(st.RecvT(b).GetResourceNames())
+		}
+		st.SendRawT(b, resp)
+		c.wg.Wait()
+		cpu1, ok1 := processCPU()
+		cpu += cpu1 - cpu0
+		cpuOK = cpuOK && ok0 && ok1
+		b.StopTimer()
+		// The ACK, read so that the server, which keeps every stream,
+		// does not keep it too.
+		if ack := st.RecvT(b); ack.GetErrorDetail() != nil {
+			b.Fatalf("NACK: %v", ack.GetErrorDetail())
+		}
+		e.Close()
+		b.StartTimer()
+	}
+	b.StopTimer()
+	perOp := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
+	b.ReportMetric(float64(requests)/float64(b.N), "requests/op")
+	b.ReportMetric(perOp(b.Elapsed())/raw, "x-raw")
+	if cpuOK {
+		b.ReportMetric(perOp(cpu)/raw, "x-raw-cpu")
+		b.ReportMetric(perOp(cpu), "cpu-ns/op")
 	}
 }

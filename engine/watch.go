@@ -132,20 +132,19 @@ func (e *Engine) subscribeLocked(en *entry, isNew bool) {
 // explains why there is no resource.
 func (e *Engine) deliverCurrentLocked(h *watch) {
 	en := h.entry
-	switch {
-	case en.value != nil:
+	if en.value != nil {
 		e.scheduleLocked(&notice{h: h, resource: en.value, origin: e.originLocked(en, nil)}, nil)
 		if amb := en.ambientError(); amb != nil {
 			e.scheduleLocked(&notice{h: h, err: amb, isAmbient: true}, nil)
 		}
-	case en.lastError() != nil:
-		err := en.lastError()
+		return
+	}
+	err := en.lastError()
+	if act := en.auth.active(); err == nil && act != nil && act.status != nil {
+		err = e.channelErrorFor(act, en)
+	}
+	if err != nil {
 		e.scheduleLocked(&notice{h: h, err: err, origin: e.originLocked(en, err)}, nil)
-	default:
-		if act := en.auth.active(); act != nil && act.status != nil {
-			err := e.channelErrorFor(act, en)
-			e.scheduleLocked(&notice{h: h, err: err, origin: e.originLocked(en, err)}, nil)
-		}
 	}
 }
 

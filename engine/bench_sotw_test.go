@@ -346,16 +346,7 @@ func BenchmarkSotWClusters(b *testing.B) {
 			}
 			cpu1, _ := processCPU()
 			b.StopTimer()
-			perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-			b.ReportMetric(perOp/raw, "x-raw")
-			b.ReportMetric(perOp/envelope, "x-envelope")
-			if cpuOK {
-				cpuPerOp := float64((cpu1 - cpu0).Nanoseconds()) / float64(b.N)
-				b.ReportMetric(cpuPerOp/raw, "x-raw-cpu")
-				b.ReportMetric(cpuPerOp/envelope, "x-envelope-cpu")
-				b.ReportMetric(cpuPerOp/float64(tc.n), "cpu-ns/resource")
-			}
-			b.ReportMetric(perOp/float64(tc.n), "ns/resource")
+			reportResponses(b, tc.n, raw, envelope, cpu1-cpu0, cpuOK)
 			if got, want := c.delivered.Load(), int64(tc.n+b.N*tc.changed); got != want {
 				b.Fatalf("%d deliveries, want %d", got, want)
 			}
@@ -436,18 +427,42 @@ func BenchmarkSotWColdStart(b *testing.B) {
 		b.StartTimer()
 	}
 	b.StopTimer()
+	reportColdStarts(b, raw, requests, cpu, cpuOK)
 	perOp := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
-	b.ReportMetric(float64(requests)/float64(b.N), "requests/op")
 	b.ReportMetric(perOp(ph.watch), "watch-ns/op")
 	b.ReportMetric(perOp(ph.request), "request-ns/op")
 	b.ReportMetric(perOp(ph.deliver), "deliver-ns/op")
+	if !ph.noCPU {
+		b.ReportMetric(perOp(ph.watchCPU), "watch-cpu-ns/op")
+	}
+}
+
+// reportResponses reports the ratios of a benchmark of b.N responses of
+// n resources each, whose process CPU time was cpu (cpuOK: it could be
+// read), against the baselines raw and envelope (ns per response).
+func reportResponses(b *testing.B, n int, raw, envelope float64, cpu time.Duration, cpuOK bool) {
+	perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	b.ReportMetric(perOp/raw, "x-raw")
+	b.ReportMetric(perOp/envelope, "x-envelope")
+	b.ReportMetric(perOp/float64(n), "ns/resource")
+	if cpuOK {
+		cpuPerOp := float64(cpu.Nanoseconds()) / float64(b.N)
+		b.ReportMetric(cpuPerOp/raw, "x-raw-cpu")
+		b.ReportMetric(cpuPerOp/envelope, "x-envelope-cpu")
+		b.ReportMetric(cpuPerOp/float64(n), "cpu-ns/resource")
+	}
+}
+
+// reportColdStarts reports what b.N cold starts took: requests in all,
+// and the process's CPU time cpu (cpuOK: it could be read), against raw
+// (ns to unmarshal the response).
+func reportColdStarts(b *testing.B, raw float64, requests int, cpu time.Duration, cpuOK bool) {
+	perOp := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
+	b.ReportMetric(float64(requests)/float64(b.N), "requests/op")
 	b.ReportMetric(perOp(b.Elapsed())/raw, "x-raw")
 	if cpuOK {
 		b.ReportMetric(perOp(cpu)/raw, "x-raw-cpu")
 		b.ReportMetric(perOp(cpu), "cpu-ns/op")
-	}
-	if !ph.noCPU {
-		b.ReportMetric(perOp(ph.watchCPU), "watch-cpu-ns/op")
 	}
 }
 

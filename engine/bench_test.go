@@ -159,7 +159,7 @@ func grpcEngine(tb testing.TB, addr string) *engine.Engine {
 // prepared bytes and reads each ACK. all/1k is scenario (a), one/1k
 // scenario (c), all/10k and all/100k the scale series; x-raw and
 // x-envelope are measured in the same run, as there. The process's CPU
-// time (x-raw-cpu, cpu-ns/resource) includes the server's: its gRPC
+// time (the -cpu ratios, cpu-ns/resource) includes the server's: its gRPC
 // send of each response and its decoding of each ACK, which names every
 // cluster.
 func BenchmarkGRPCClusters(b *testing.B) {
@@ -205,15 +205,7 @@ func BenchmarkGRPCClusters(b *testing.B) {
 			}
 			cpu1, _ := processCPU()
 			b.StopTimer()
-			perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-			b.ReportMetric(perOp/raw, "x-raw")
-			b.ReportMetric(perOp/envelope, "x-envelope")
-			b.ReportMetric(perOp/float64(tc.n), "ns/resource")
-			if cpuOK {
-				cpuPerOp := float64((cpu1 - cpu0).Nanoseconds()) / float64(b.N)
-				b.ReportMetric(cpuPerOp/raw, "x-raw-cpu")
-				b.ReportMetric(cpuPerOp/float64(tc.n), "cpu-ns/resource")
-			}
+			reportResponses(b, tc.n, raw, envelope, cpu1-cpu0, cpuOK)
 			if got, want := c.delivered.Load(), int64(tc.n+b.N*tc.changed); got != want {
 				b.Fatalf("%d deliveries, want %d", got, want)
 			}
@@ -266,11 +258,5 @@ func BenchmarkGRPCColdStart(b *testing.B) {
 		b.StartTimer()
 	}
 	b.StopTimer()
-	perOp := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
-	b.ReportMetric(float64(requests)/float64(b.N), "requests/op")
-	b.ReportMetric(perOp(b.Elapsed())/raw, "x-raw")
-	if cpuOK {
-		b.ReportMetric(perOp(cpu)/raw, "x-raw-cpu")
-		b.ReportMetric(perOp(cpu), "cpu-ns/op")
-	}
+	reportColdStarts(b, raw, requests, cpu, cpuOK)
 }

@@ -95,7 +95,11 @@ func (sn *subscribedNames) touch(key string) {
 
 // collectNamesLocked builds a type's list from the cache.
 func (c *channel) collectNamesLocked(typeURL string) []string {
-	var names []string
+	n := 0 // a bound: orphaned entries are counted
+	for a := range c.auths {
+		n += len(a.resources[typeURL])
+	}
+	names := make([]string, 0, n)
 	var gone []*entry
 	for a := range c.auths {
 		for name, en := range a.resources[typeURL] {

@@ -406,6 +406,13 @@ type scratch struct {
 // back.
 var largeCandidates, largeEnvelopes sync.Pool // of *[]candidate, *[]rawAny
 
+// idleScratch holds the working memory of streams that ended, for the
+// next stream's receiving goroutine: a stream that replaces one (a
+// reconnect, a fallback) or another engine's reads its first response
+// into memory that is sized already, rather than into fresh memory
+// zeroed and grown for it. The collector takes back what stays unused.
+var idleScratch = sync.Pool{New: func() any { return new(scratch) }}
+
 // candidates returns n zeroed candidates, from the kept array when it is
 // large enough.
 func (sc *scratch) candidates(n int) []candidate {

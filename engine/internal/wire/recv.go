@@ -14,6 +14,12 @@ import (
 )
 
 func (s *stream) recvLoop() {
+	s.scratch = idleScratch.Get().(*scratch)
+	defer func() {
+		// Every response's use of it ended with its release.
+		idleScratch.Put(s.scratch)
+		s.scratch = nil
+	}()
 	for {
 		b, err := s.raw.Recv()
 		if err != nil {

@@ -38,7 +38,7 @@ type stream struct {
 	prev map[string]*lastResponse
 	// scratch is the receiving goroutine's working memory, and lastYield
 	// when it last gave up its processor (yieldToCallers).
-	scratch   scratch
+	scratch   *scratch
 	lastYield time.Time
 	// encNames is, per type, the encoding of the names of its last
 	// request (marshalRequest). Only the send loop touches it.
@@ -134,7 +134,10 @@ func (s *stream) typeLocked(typeURL string) *streamType {
 
 // markDirtyLocked asks the writer to send the type's current state.
 func (s *stream) markDirtyLocked(typeURL string) {
-	if s.ended {
+	if s.ended || s.dirty[typeURL] {
+		// Already marked: the writer has yet to take it, and is woken
+		// already or about to look. A burst of watches of one type marks
+		// it once, not once per watch.
 		return
 	}
 	s.dirty[typeURL] = true

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc/codes"
@@ -191,6 +192,62 @@ func TestStreamRestartKeepsVersion(t *testing.T) {
 		t.Fatalf("first request of the new stream has node %v", req.GetNode())
 	}
 	w.ExpectNone(t, 50*time.Millisecond)
+}
+
+// TestNewStreamReadsItsFirstResponseAlone: the stream that replaces one
+// reads its first response on its own, whatever the stream before it read
+// (the working memory of one goes on to the next): a resource it leaves
+// out is deleted, a changed one is delivered, an unchanged one is not,
+// and none is taken for a repeat of a name the other stream received.
+// The first stream reads two responses, the second naming its resources
+// in another order, so that the memory it hands on has held a response's
+// names; the whole is repeated, so that the memory
+// the second stream gets is the one this test's first stream used,
+// whichever earlier stream's that was.
+func TestNewStreamReadsItsFirstResponseAlone(t *testing.T) {
+	for i := 0; i < 3; i++ {
+		f := newFixture(t, fixtureOpts{})
+		wa, _ := f.watch(required, "a")
+		wb, _ := f.watch(required, "b")
+		wc, _ := f.watch(required, "c")
+		st := f.servers[0].WaitStream(t)
+		recvNames(t, st, required, "a", "b", "c")
+		for v := 1; v <= 2; v++ {
+			version := strconv.Itoa(v)
+			resources := []*anypb.Any{res(required, "a", "v", version), res(required, "b"), res(required, "c")}
+			if v == 2 {
+				// In another order: the stream cannot take this response's
+				// names to be the last one's.
+				slices.Reverse(resources)
+			}
+			st.SendT(t, resp(required, version, resources...))
+			if ev := wa.NextChanged(t); ev.Err != nil {
+				t.Fatalf("setup: got %v, want the resource", ev)
+			}
+			if req := st.RecvT(t); req.GetVersionInfo() != version {
+				t.Fatalf("setup: got %v, want the ACK of version %s", req, version)
+			}
+		}
+		for _, w := range []*watchrec.Recorder{wb, wc} {
+			if ev := w.NextChanged(t); ev.Err != nil {
+				t.Fatalf("setup: got %v, want the resource", ev)
+			}
+		}
+		st.Close(nil)
+
+		st2 := f.servers[0].WaitStream(t)
+		wantRequest(t, st2.RecvT(t), required, "2", "", "a", "b", "c")
+		n := st2.SendT(t, resp(required, "3", res(required, "a", "v", "3"), res(required, "b")))
+		ev := wa.NextChanged(t)
+		if ev.Err != nil || ev.Resource.(*testtype.Resource).Fields["v"] != "3" {
+			t.Fatalf("a: got %v, want its third version", ev)
+		}
+		checkEvent(t, wc.Next(t), true, codes.NotFound)
+		wantRequest(t, st2.RecvT(t), required, "3", n, "a", "b", "c")
+		wb.ExpectNone(t, 20*time.Millisecond)
+		checkDump(t, f.eng, required, "c", adminpb.ClientResourceStatus_DOES_NOT_EXIST, true)
+		f.eng.Close()
+	}
 }
 
 func TestNodeAndClientFeatures(t *testing.T) {

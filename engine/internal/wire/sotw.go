@@ -36,8 +36,9 @@ type stream struct {
 	// prev is what the stream keeps of the last response of each type
 	// (remember). Only the receiving goroutine touches it.
 	prev map[string]*lastResponse
-	// scratch is the receiving goroutine's working memory, and lastYield
-	// when it last gave up its processor (yieldToCallers).
+	// scratch is the receiving goroutine's working memory (idleScratch's
+	// while the goroutine runs), and lastYield when it last gave up its
+	// processor (yieldToCallers).
 	scratch   *scratch
 	lastYield time.Time
 	// encNames is, per type, the encoding of the names of its last

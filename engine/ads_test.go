@@ -201,9 +201,9 @@ func TestStreamRestartKeepsVersion(t *testing.T) {
 // and none is taken for a repeat of a name the other stream received.
 // The first stream reads two responses, the second naming its resources
 // in another order, so that the memory it hands on has held a response's
-// names; the whole is repeated, so that the memory
-// the second stream gets is the one this test's first stream used,
-// whichever earlier stream's that was.
+// names. The pool may hand the second stream memory that another test's
+// stream used; repeated, the second streams get some that this test's
+// first streams used.
 func TestNewStreamReadsItsFirstResponseAlone(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		f := newFixture(t, fixtureOpts{})

@@ -107,16 +107,7 @@ func BenchmarkEngineEDSResponse(b *testing.B) {
 			st.SendT(b, resps[0])
 			<-updates
 			st.RecvT(b)
-			// The raw baseline, measured in this run: the fastest of
-			// several batches.
-			raw := time.Duration(1<<63 - 1)
-			for j := 0; j < 5; j++ {
-				start := time.Now()
-				for k := 0; k < 5; k++ {
-					unmarshal(b)
-				}
-				raw = min(raw, time.Since(start)/5)
-			}
+			raw := newBaseline(5, func() { unmarshal(b) })
 			b.SetBytes(int64(len(wire)))
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -135,7 +126,8 @@ func BenchmarkEngineEDSResponse(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(raw.Nanoseconds()), "x-raw")
+			raw.measure()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/raw.ns, "x-raw")
 		})
 	}
 }
@@ -195,7 +187,7 @@ func BenchmarkGRPCClusters(b *testing.B) {
 				c.wg.Wait()
 			}
 			respond(0, tc.n)
-			raw, envelope := rawNsPerOp(b, versions[0]), envelopeNsPerOp(b, versions[0])
+			raw, envelope := rawBaseline(b, versions[0]), envelopeBaseline(b, versions[0])
 			b.SetBytes(int64(len(versions[0])))
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -223,7 +215,7 @@ func BenchmarkGRPCClusters(b *testing.B) {
 func BenchmarkGRPCColdStart(b *testing.B) {
 	const n = 1000
 	resp := clusterResponse(b, n, 0, 0)
-	raw := rawNsPerOp(b, resp)
+	raw := rawBaseline(b, resp)
 	srv := scriptedads.Start(b)
 	requests := 0
 	var cpu time.Duration

@@ -39,7 +39,6 @@ func (s *stream) recvLoop() {
 		if !s.handle(b, gate) {
 			return
 		}
-		gate.arm()
 		if err := s.waitForWatchers(gate); err != nil {
 			s.cfg.Lock.Lock()
 			s.endWithLocked(errors.Join(context.Cause(s.ctx), err))
@@ -54,6 +53,12 @@ func (s *stream) recvLoop() {
 
 // handle takes one response through its first two stages: decoding here,
 // applying by the host. It reports false if the stream ended meanwhile.
+// It arms the response's gate under the lock, as soon as every
+// notification of the response is scheduled: the hold that pauses the
+// does-not-exist timers then lasts while watchers have yet to call done,
+// not also while this goroutine records the response (remember), which
+// a watcher, and a test moving a fake clock after its delivery, does not
+// wait for.
 func (s *stream) handle(b []byte, gate *Gate) bool {
 	s.lastYield = time.Now() // it waited in Recv
 	var in incoming
@@ -83,6 +88,9 @@ func (s *stream) handle(b []byte, gate *Gate) bool {
 		s.cfg.Log.Warn("xDS response for an unregistered type; ignored", "server", s.cfg.Server.URI, "type", in.typeURL)
 	default:
 		ok := s.applyLocked(in.nonce, decoded, t, gate)
+		if ok {
+			gate.arm()
+		}
 		s.cfg.Lock.Unlock()
 		if ok && !s.delta {
 			// Outside the lock: it is the receiving goroutine's alone,
@@ -91,6 +99,7 @@ func (s *stream) handle(b []byte, gate *Gate) bool {
 		}
 		return ok
 	}
+	gate.arm()
 	s.cfg.Lock.Unlock()
 	return true
 }

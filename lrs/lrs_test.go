@@ -36,6 +36,9 @@ type loadServer struct {
 	firsts  []*lrspb.LoadStatsRequest // the first request of each stream
 	streams int
 	open    int
+	// afterReport, if set, is started once, in a goroutine of its own,
+	// when the next report has been read.
+	afterReport func()
 }
 
 func (s *loadServer) StreamLoadStats(st lrspb.LoadReportingService_StreamLoadStatsServer) error {
@@ -63,6 +66,10 @@ func (s *loadServer) StreamLoadStats(st lrspb.LoadReportingService_StreamLoadSta
 		}
 		s.mu.Lock()
 		s.reqs = append(s.reqs, req)
+		if f := s.afterReport; f != nil {
+			s.afterReport = nil
+			go f()
+		}
 		s.mu.Unlock()
 	}
 }
@@ -279,7 +286,21 @@ func TestServerRestart(t *testing.T) {
 	}
 	record(500)
 	waitFor(t, "a report", func() bool { return srv.totals("cluster-a").succeeded > 0 })
-	stop()
+	// Stopped right after the server has read a report (the client
+	// reports only load, so some is recorded), long before the next is
+	// due: a report the client had sent when the connection went and the
+	// server had not read would be lost with it, which the client cannot
+	// know (gRPC had taken it), and the test would wait for it.
+	stopped := make(chan struct{})
+	srv.mu.Lock()
+	srv.afterReport = func() { stop(); close(stopped) }
+	srv.mu.Unlock()
+	record(50)
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no report to stop the server after")
+	}
 	record(500) // while down
 	if got := srv.totals("cluster-a").succeeded; got > recorded {
 		t.Fatalf("server counted %d, more than the %d recorded", got, recorded)

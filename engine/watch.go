@@ -251,7 +251,15 @@ func (n *notice) Run() {
 	case n.isAmbient:
 		n.h.w.OnAmbientError(n.err, n.done)
 	default:
-		deliverChange(n.h.w, n.update(), n.done)
+		// deliverChange, without building an Update for a watcher that
+		// takes only the resource and the error: an Update built and then
+		// passed is read back wide from the narrow stores that just wrote
+		// it, a stall per notification.
+		if uw, ok := n.h.w.(UpdateWatcher); ok {
+			uw.OnUpdate(n.update(), n.done)
+		} else {
+			n.h.w.OnResourceChanged(n.resource, n.err, n.done)
+		}
 	}
 }
 

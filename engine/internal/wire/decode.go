@@ -35,12 +35,19 @@ func (s *stream) decode(typ registry.ResourceType, env envelope) (*Response, *ta
 	cands := s.scratch.candidates(len(env.resources))
 	last := s.lastResponse(typ.TypeURL)
 	prev := last.byIndex
-	for i, res := range env.resources {
+	// A bare resource of the response's type, nearly every one, is taken
+	// as it is, without a call.
+	bare := typ.TypeURL != resourceWrapperTypeURL
+	for i := range env.resources {
 		if i%yieldEvery == yieldEvery-1 {
 			s.yieldIfLong()
 		}
 		c := &cands[i]
-		c.Wrapper, c.Raw, c.Err = unwrapResource(typ, res)
+		if res := &env.resources[i]; bare && string(res.typeURL) == typ.TypeURL {
+			c.Raw = res.value
+		} else {
+			c.Wrapper, c.Raw, c.Err = unwrapResource(typ.TypeURL, res)
+		}
 		c.name, c.index = c.Wrapper, int32(i)
 		// A SotW server re-sends every unchanged resource, in the same
 		// order as a rule: the same bytes at the same index are the
@@ -159,11 +166,11 @@ func (s *stream) decodeAll(typ registry.ResourceType, cands []candidate, todo []
 // unwrapResource takes a resource out of its envelope.Resource wrapper,
 // if any, and checks its type. It returns the wrapper's name (or "") and
 // the resource's bytes.
-func unwrapResource(typ registry.ResourceType, res rawAny) (wrapperName string, raw []byte, err error) {
-	inner := res
-	if string(res.typeURL) == resourceWrapperTypeURL {
+func unwrapResource(typeURL string, res *rawAny) (wrapperName string, raw []byte, err error) {
+	innerType, value := res.typeURL, res.value
+	if string(innerType) == resourceWrapperTypeURL {
 		w := &discoverypb.Resource{}
-		if err := proto.Unmarshal(res.value, w); err != nil {
+		if err := proto.Unmarshal(value, w); err != nil {
 			return "", nil, fmt.Errorf("envoy.service.discovery.v3.Resource wrapper does not parse: %w", err)
 		}
 		wrapperName = w.GetName()
@@ -173,12 +180,12 @@ func unwrapResource(typ registry.ResourceType, res rawAny) (wrapperName string, 
 		if w.GetResource() == nil {
 			return wrapperName, nil, errors.New("envoy.service.discovery.v3.Resource wrapper holds no resource")
 		}
-		inner = rawAny{typeURL: []byte(w.GetResource().GetTypeUrl()), value: w.GetResource().GetValue()}
+		innerType, value = []byte(w.GetResource().GetTypeUrl()), w.GetResource().GetValue()
 	}
-	if string(inner.typeURL) != typ.TypeURL {
-		return wrapperName, nil, fmt.Errorf("resource type %s in a response of type %q", QuoteName(string(inner.typeURL)), typ.TypeURL)
+	if string(innerType) != typeURL {
+		return wrapperName, nil, fmt.Errorf("resource type %s in a response of type %q", QuoteName(string(innerType)), typeURL)
 	}
-	return wrapperName, inner.value, nil
+	return wrapperName, value, nil
 }
 
 // reuseCached fills in, for each resource of a response, the value cached
@@ -236,7 +243,13 @@ func (s *stream) reuseCached(typeURL string, cands []candidate) {
 // decodeResource decodes and validates one resource. The name is
 // returned whenever it is known, also with an error.
 func (s *stream) decodeResource(typ registry.ResourceType, wrapperName string, raw []byte) (string, registry.Resource, error) {
-	dr, err := typ.Decode(raw, registry.DecodeOptions{WrapperName: wrapperName, Server: s.cfg.Server, Switches: s.cfg.Switches, OwnsRaw: true})
+	opts := &s.decodeOpts
+	if wrapperName != "" {
+		withName := *opts
+		withName.WrapperName = wrapperName
+		opts = &withName
+	}
+	dr, err := typ.Decode(raw, *opts)
 	if err == nil && wrapperName != "" && dr.Name != wrapperName && !s.sameResourceName(typ.TypeURL, dr.Name, wrapperName) {
 		// Which of the two names is meant cannot be known; the wrapper's
 		// is the one the protocol defines, so the NACK is charged to it.

@@ -270,10 +270,13 @@ func (s *stream) remember(typeURL string, r *Response) {
 		for ; j < int(res.index); j++ {
 			prev[j] = heldResource{}
 		}
+		// Field by field: a struct built and then copied in is read back
+		// wide from narrow stores, a stall on each resource.
+		p := &prev[j]
 		if res.Held != nil {
-			prev[j] = heldResource{raw: res.Raw, held: res.Held}
+			p.raw, p.held = res.Raw, res.Held
 		} else {
-			prev[j] = heldResource{}
+			p.raw, p.held = nil, nil
 		}
 		j++
 	}

@@ -8,6 +8,8 @@ import (
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/xdsengine/xdsengine/registry"
 )
 
 // stream is one ADS stream attempt, State of the World or incremental
@@ -48,6 +50,11 @@ type stream struct {
 	// carries, whose list of names the send loop builds with the lock
 	// released. Only the send loop touches it.
 	unbuilt Names
+	// decodeOpts are the options of every resource's decode but for a
+	// wrapper's name, built once: options built for each call are read
+	// back, to be passed, from the narrow stores that just wrote them,
+	// which costs a stall per resource.
+	decodeOpts registry.DecodeOptions
 }
 
 // streamType is a stream's state for one resource type.
@@ -87,7 +94,8 @@ func NewSotW(cfg Config) Stream {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &stream{cfg: cfg, host: cfg.Host, ctx: ctx, cancel: cancel,
 		types: make(map[string]*streamType), dirty: make(map[string]bool), wake: make(chan struct{}, 1),
-		prev: make(map[string]*lastResponse)}
+		prev:       make(map[string]*lastResponse),
+		decodeOpts: registry.DecodeOptions{Server: cfg.Server, Switches: cfg.Switches, OwnsRaw: true}}
 }
 
 func (s *stream) Start() {

@@ -44,7 +44,7 @@ func (d decoder) decode(raw []byte, opts registry.DecodeOptions) (registry.Decod
 	}
 	discoveryType(pb, c, &errs)
 	lb := lbConverter{custom: d.customLBPolicy, errs: &errs}
-	c.LBPolicy = lb.convert(pb)
+	lb.convert(pb, &c.LBPolicy)
 	c.TLS = upstreamTLS(pb, &errs)
 	if lrs := pb.GetLrsServer(); lrs != nil {
 		if lrs.GetSelf() == nil {

@@ -141,25 +141,27 @@ type lbConverter struct {
 
 // convert applies gRFC A52: load_balancing_policy, when present, replaces
 // lb_policy and its config.
-func (c lbConverter) convert(pb *clusterpb.Cluster) LBPolicy {
+func (c lbConverter) convert(pb *clusterpb.Cluster, dst *LBPolicy) {
+	// dst is a new Cluster's, zero: written field by field, since a
+	// policy returned and then copied in costs a stall per Cluster (the
+	// copy reads back wide what was just written narrow).
 	if lbp := pb.GetLoadBalancingPolicy(); lbp != nil {
-		p, _ := c.fromPolicy(lbp, "load_balancing_policy", 0)
-		return p
+		*dst, _ = c.fromPolicy(lbp, "load_balancing_policy", 0)
+		return
 	}
 	switch pb.GetLbPolicy() {
 	case clusterpb.Cluster_ROUND_ROBIN:
 		// gRPC's reading of ROUND_ROBIN: weighted across localities, round
 		// robin within one (gRFC A52).
-		return LBPolicy{Kind: LBWrrLocality, Child: roundRobinChild}
+		dst.Kind, dst.Child = LBWrrLocality, roundRobinChild
 	case clusterpb.Cluster_RING_HASH:
-		return LBPolicy{Kind: LBRingHash, RingHash: c.legacyRingHash(pb.GetRingHashLbConfig())}
+		dst.Kind, dst.RingHash = LBRingHash, c.legacyRingHash(pb.GetRingHashLbConfig())
 	case clusterpb.Cluster_LEAST_REQUEST:
-		return LBPolicy{Kind: LBLeastRequest, LeastRequest: LeastRequestConfig{
-			ChoiceCount: c.choiceCount(pb.GetLeastRequestLbConfig().GetChoiceCount(), "least_request_lb_config.choice_count"),
-		}}
+		dst.Kind = LBLeastRequest
+		dst.LeastRequest.ChoiceCount = c.choiceCount(pb.GetLeastRequestLbConfig().GetChoiceCount(), "least_request_lb_config.choice_count")
+	default:
+		c.errs.Addf("lb_policy", "%s is not supported; must be ROUND_ROBIN, RING_HASH or LEAST_REQUEST", pb.GetLbPolicy())
 	}
-	c.errs.Addf("lb_policy", "%s is not supported; must be ROUND_ROBIN, RING_HASH or LEAST_REQUEST", pb.GetLbPolicy())
-	return LBPolicy{}
 }
 
 func (c lbConverter) legacyRingHash(cfg *clusterpb.Cluster_RingHashLbConfig) RingHashConfig {

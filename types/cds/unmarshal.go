@@ -78,7 +78,11 @@ func (t *decodeTarget) reset() {
 // then has the last word on it, errors included.
 func (t *decodeTarget) unmarshalCluster(raw []byte) error {
 	pb := &t.pb
-	h, ok := t.split(raw)
+	// h is filled in place, here and below: a struct this large returned
+	// and then copied costs a stall per Cluster (the copy reads back wide
+	// what was just written narrow).
+	var h clusterFields
+	ok := t.split(raw, &h)
 	if cap(h.rest) <= maxRestKept {
 		t.rest = h.rest[:0]
 	}
@@ -105,7 +109,8 @@ func (t *decodeTarget) unmarshalCluster(raw []byte) error {
 		pb.LbPolicy = clusterpb.Cluster_LbPolicy(int32(h.lbPolicy))
 	}
 	if e := &h.eds; e.read {
-		t.eds = clusterpb.Cluster_EdsClusterConfig{ServiceName: string(e.serviceName)}
+		t.eds = clusterpb.Cluster_EdsClusterConfig{}
+		t.eds.ServiceName = string(e.serviceName)
 		if e.hasSource {
 			t.adsMsg = corepb.AggregatedConfigSource{}
 			t.ads = corepb.ConfigSource_Ads{Ads: &t.adsMsg}
@@ -118,14 +123,14 @@ func (t *decodeTarget) unmarshalCluster(raw []byte) error {
 	return nil
 }
 
-// split reads what it can of raw (splitCluster, readLimits); false if
-// proto.Unmarshal must read the whole.
-func (t *decodeTarget) split(raw []byte) (clusterFields, bool) {
-	h, ok := splitCluster(raw, t.rest[:0])
+// split reads what it can of raw into h, which is zero (splitCluster,
+// readLimits); false if proto.Unmarshal must read the whole.
+func (t *decodeTarget) split(raw []byte, h *clusterFields) bool {
+	ok := splitCluster(raw, t.rest[:0], h)
 	if ok {
-		h.rest = t.readLimits(&h, h.rest)
+		h.rest = t.readLimits(h, h.rest)
 	}
-	return h, ok
+	return ok
 }
 
 // clusterFields are the fields splitCluster read, and the bytes of the
@@ -163,18 +168,18 @@ type edsFields struct {
 	serviceName                          []byte
 }
 
-// splitCluster reads the top level of a Cluster. It reports false when
-// proto.Unmarshal must read the whole instead.
-func splitCluster(b []byte, rest []byte) (clusterFields, bool) {
-	h := clusterFields{rest: rest}
+// splitCluster reads the top level of a Cluster into h, which is zero. It
+// reports false when proto.Unmarshal must read the whole instead.
+func splitCluster(b []byte, rest []byte, h *clusterFields) bool {
+	h.rest = rest
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return h, false
+			return false
 		}
 		m := protowire.ConsumeFieldValue(num, typ, b[n:])
 		if m < 0 {
-			return h, false
+			return false
 		}
 		field, value := b[:n+m], b[n:n+m]
 		b = b[n+m:]
@@ -182,7 +187,7 @@ func splitCluster(b []byte, rest []byte) (clusterFields, bool) {
 		case num == clusterName && typ == protowire.BytesType:
 			v, _ := protowire.ConsumeBytes(value)
 			if !utf8.Valid(v) {
-				return h, false
+				return false
 			}
 			h.name = v
 		case (num == clusterType || num == clusterLBPolicy) && typ == protowire.VarintType:
@@ -194,60 +199,63 @@ func splitCluster(b []byte, rest []byte) (clusterFields, bool) {
 			}
 		case num == clusterEDSConfig && typ == protowire.BytesType:
 			v, _ := protowire.ConsumeBytes(value)
-			if h.eds = splitEDSConfig(v); !h.eds.read {
+			h.eds = edsFields{}
+			if splitEDSConfig(v, &h.eds); !h.eds.read {
 				// Not of the usual shape: proto reads it, with the rest.
 				h.rest = append(h.rest, field...)
 			}
 		case (num == clusterConnectTimeout || num == clusterCircuitBreakers || num == clusterOutlierDetection) && typ == protowire.BytesType:
 			v, _ := protowire.ConsumeBytes(value)
-			*h.limit(num) = limitField{present: true, value: v, field: field}
+			lf := h.limit(num) // every field set: no struct to copy in
+			lf.present, lf.value, lf.field = true, v, field
 		case num == clusterName || num == clusterType || num == clusterLBPolicy || num == clusterEDSConfig ||
 			num == clusterConnectTimeout || num == clusterCircuitBreakers || num == clusterOutlierDetection:
 			// Another wire type: proto keeps it as an unknown field, and
 			// may have seen the same number as a known one too.
-			return h, false
+			return false
 		default:
 			h.clusterType = h.clusterType || num == clusterClusterType
 			h.rest = append(h.rest, field...)
 			continue
 		}
 		if h.seen&(1<<num) != 0 {
-			return h, false // the last one wins, or messages merge: proto's affair
+			return false // the last one wins, or messages merge: proto's affair
 		}
 		h.seen |= 1 << num
 	}
 	if h.seen&(1<<clusterType) != 0 && h.clusterType {
-		return h, false // type and cluster_type: the one sent last wins
+		return false // type and cluster_type: the one sent last wins
 	}
-	return h, true
+	return true
 }
 
-// splitEDSConfig reads an EdsClusterConfig whose eds_config is an empty
-// ads (with, perhaps, a resource_api_version), and whose fields come at
-// most once each; for any other, read is false.
-func splitEDSConfig(b []byte) edsFields {
-	var e edsFields
+// splitEDSConfig reads into e, which is zero, an EdsClusterConfig whose
+// eds_config is an empty ads (with, perhaps, a resource_api_version), and
+// whose fields come at most once each; for any other, e is left zero.
+func splitEDSConfig(b []byte, e *edsFields) {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 || typ != protowire.BytesType {
-			return edsFields{}
+			*e = edsFields{}
+			return
 		}
 		v, m := protowire.ConsumeBytes(b[n:])
 		if m < 0 {
-			return edsFields{}
+			*e = edsFields{}
+			return
 		}
 		b = b[n+m:]
 		switch {
 		case num == edsServiceName && !e.hasName && utf8.Valid(v):
 			e.serviceName, e.hasName = v, true
-		case num == edsConfigSource && !e.hasSource && splitADSSource(v, &e):
+		case num == edsConfigSource && !e.hasSource && splitADSSource(v, e):
 			e.hasSource = true
 		default:
-			return edsFields{}
+			*e = edsFields{}
+			return
 		}
 	}
 	e.read = true
-	return e
 }
 
 // splitADSSource reads a ConfigSource of an empty ads and, perhaps, a

@@ -173,7 +173,8 @@ func TestUnmarshalClusterReadsUsualShape(t *testing.T) {
 		{"a wrapper's value twice", seeds[31], true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, ok := (&decodeTarget{}).split(tc.raw)
+			var h clusterFields
+			ok := (&decodeTarget{}).split(tc.raw, &h)
 			if ok != tc.split || (ok && (len(h.rest) == 0) != tc.restless) {
 				t.Errorf("split %v with %d bytes left, want split %v, nothing left %v", ok, len(h.rest), tc.split, tc.restless)
 			}

@@ -74,3 +74,69 @@ func TestReportFailureRestores(t *testing.T) {
 		t.Fatalf("after the failed report: %+v, want the call still there", ls)
 	}
 }
+
+// TestStoreRecordsByLocality: the store's methods that take a locality
+// record what the same calls on its LocalityStats do, and a store names
+// the cluster and EDS service it was made for.
+func TestStoreRecordsByLocality(t *testing.T) {
+	zone := Locality{Region: "r", Zone: "z", SubZone: "s"}
+	tests := []struct {
+		name   string
+		record func(st *Store)
+		want   localitySnapshot
+	}{
+		{
+			name: "started",
+			record: func(st *Store) {
+				st.CallStarted(zone)
+			},
+			want: localitySnapshot{inProgress: 1, issued: 1},
+		},
+		{
+			name: "finished, one failed",
+			record: func(st *Store) {
+				st.CallStarted(zone)
+				st.CallStarted(zone)
+				st.CallFinished(zone, nil)
+				st.CallFinished(zone, errors.New("unavailable"))
+			},
+			want: localitySnapshot{issued: 2, succeeded: 1, errored: 1},
+		},
+		{
+			name: "server loads summed per name",
+			record: func(st *Store) {
+				st.CallServerLoad(zone, "cpu", 0.25)
+				st.CallServerLoad(zone, "cpu", 0.5)
+				st.CallServerLoad(zone, "mem", 3)
+			},
+			want: localitySnapshot{loads: map[string]loadSum{"cpu": {count: 2, sum: 0.75}, "mem": {count: 1, sum: 3}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t0 := time.Unix(1_700_000_000, 0)
+			st := newStore("cluster-a", "eds-a", t0)
+			if st.Cluster() != "cluster-a" || st.Service() != "eds-a" {
+				t.Fatalf("store names %q, %q; want cluster-a, eds-a", st.Cluster(), st.Service())
+			}
+			tt.record(st)
+			snap := st.take(t0.Add(time.Second))
+			if len(snap.localities) != 1 {
+				t.Fatalf("%d localities reported, want 1: %+v", len(snap.localities), snap.localities)
+			}
+			got := snap.localities[zone]
+			if got.inProgress != tt.want.inProgress || got.issued != tt.want.issued ||
+				got.succeeded != tt.want.succeeded || got.errored != tt.want.errored {
+				t.Errorf("counts %+v, want %+v", got, tt.want)
+			}
+			if len(got.loads) != len(tt.want.loads) {
+				t.Fatalf("loads %v, want %v", got.loads, tt.want.loads)
+			}
+			for name, want := range tt.want.loads {
+				if got.loads[name] != want {
+					t.Errorf("load %q: %+v, want %+v", name, got.loads[name], want)
+				}
+			}
+		})
+	}
+}

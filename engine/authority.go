@@ -103,6 +103,14 @@ func (e *Engine) newAuthority(name string, servers []bootstrap.ServerConfig, rea
 // key: the name itself, or for xdstp:// names its canonical form (A47).
 // It needs no lock: the authorities are fixed when the engine is built.
 func (e *Engine) resolveName(typeURL, name string) (*authority, string, *Error) {
+	// Names in canonical form with nothing encoded, as cache keys and most
+	// names are, are their own key: no parse, no string built. Anything
+	// else, and every error, takes the way below.
+	if auth, typ, ok := xdsname.SplitPlain(name); ok && typ == xdsname.TypeFromURL(typeURL) {
+		if a, ok := e.authorities[auth]; ok {
+			return a, name, nil
+		}
+	}
 	if !utf8.ValidString(name) {
 		// It could never be sent: a request's names are proto strings.
 		return nil, "", &Error{Kind: KindInvalidName, Code: codes.InvalidArgument, TypeURL: typeURL, Name: strings.ToValidUTF8(name, "\uFFFD"),
@@ -137,10 +145,18 @@ func (e *Engine) lookupEntryLocked(typeURL, name string) (*authority, *entry) {
 }
 
 // entryByNameLocked is lookupEntryLocked for a name still in the bytes it
-// was read from: an old-style name is looked up without copying it.
+// was read from: an old-style name, or an xdstp name that is its own key,
+// is looked up without copying it.
 func (e *Engine) entryByNameLocked(typeURL string, name []byte) *entry {
 	if !bytes.HasPrefix(name, []byte("xdstp:")) {
 		return e.oldStyle.resources[typeURL][string(name)]
+	}
+	// A plain canonical name is its own key (resolveName); the others
+	// are copied to be parsed.
+	if auth, typ, ok := xdsname.SplitPlainBytes(name); ok && string(typ) == xdsname.TypeFromURL(typeURL) {
+		if a, ok := e.authorities[string(auth)]; ok {
+			return a.resources[typeURL][string(name)]
+		}
 	}
 	_, en := e.lookupEntryLocked(typeURL, string(name))
 	return en

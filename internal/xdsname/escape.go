@@ -25,6 +25,17 @@ const (
 	inQuery
 )
 
+// kept[where][c] is keep(c, where), looked up rather than worked out:
+// every byte of every name a watch or a response carries is checked.
+var kept = func() (t [inQuery + 1][256]bool) {
+	for where := range t {
+		for c := range t[where] {
+			t[where][c] = keep(byte(c), component(where))
+		}
+	}
+	return t
+}()
+
 // keep reports whether c may appear unencoded in component where.
 func keep(c byte, where component) bool {
 	switch {
@@ -55,17 +66,32 @@ func keep(c byte, where component) bool {
 const upperHex = "0123456789ABCDEF"
 
 // escapeTo writes s to b, percent-encoding every byte not kept in where.
+// The runs of kept bytes between encoded ones are written whole.
 func escapeTo(b *strings.Builder, s string, where component) {
+	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if keep(c, where) {
-			b.WriteByte(c)
+		if kept[where][c] {
 			continue
 		}
+		b.WriteString(s[start:i])
 		b.WriteByte('%')
 		b.WriteByte(upperHex[c>>4])
 		b.WriteByte(upperHex[c&0xf])
+		start = i + 1
 	}
+	b.WriteString(s[start:])
+}
+
+// allKept reports whether escapeTo would write s unchanged in where.
+func allKept[T string | []byte](s T, where component) bool {
+	t := &kept[where]
+	for i := 0; i < len(s); i++ {
+		if !t[s[i]] {
+			return false
+		}
+	}
+	return true
 }
 
 // unescape decodes %XX sequences. Nothing else is special: '+' stays '+'.

@@ -53,8 +53,11 @@ func Parse(s string) (Name, error) {
 	}
 	// Raw control characters cannot appear in a URI; Go's url.Parse,
 	// which grpc-go uses, rejects them too. Encoded ones are fine.
-	if i := strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
-		return fail("control character at byte offset %d", i)
+	// Byte by byte: no byte of a multi-byte UTF-8 sequence is below 0x80.
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return fail("control character at byte offset %d", i)
+		}
 	}
 	rest, _, _ = strings.Cut(rest, "#")
 	rest, rawQuery, _ := strings.Cut(rest, "?")
@@ -121,6 +124,13 @@ func (n Name) String() string {
 		return n.ID
 	}
 	var b strings.Builder
+	// Most names need no encoding: room for them as they are, plus the
+	// separators.
+	size := len(n.Scheme) + len("://") + len(n.Authority) + len(n.Type) + len(n.ID) + 2
+	for k, v := range n.ContextParams {
+		size += len(k) + len(v) + 2
+	}
+	b.Grow(size)
 	b.WriteString(n.Scheme)
 	b.WriteString("://")
 	escapeTo(&b, n.Authority, inAuthority)
@@ -146,9 +156,62 @@ func (n Name) String() string {
 	return b.String()
 }
 
+// SplitPlain returns the authority and type of s if s is an xdstp name
+// in canonical form without percent-encoding, query or fragment: the form
+// of cache keys, and of most names. It reads s without parsing it into a
+// Name. For such an s, Parse gives a Name with those parts (and no context
+// params), whose String is s. ok is false for any other string, which
+// Parse then handles.
+func SplitPlain(s string) (authority, typ string, ok bool) {
+	authEnd, typeEnd, ok := splitPlain(s)
+	if !ok {
+		return "", "", false
+	}
+	return s[len(schemePrefix)+2 : authEnd], s[authEnd+1 : typeEnd], true
+}
+
+// SplitPlainBytes is SplitPlain for a name still in the bytes it was read
+// from: the parts are slices of b.
+func SplitPlainBytes(b []byte) (authority, typ []byte, ok bool) {
+	authEnd, typeEnd, ok := splitPlain(b)
+	if !ok {
+		return nil, nil, false
+	}
+	return b[len(schemePrefix)+2 : authEnd], b[authEnd+1 : typeEnd], true
+}
+
+// splitPlain returns where the authority and the type of a plain
+// canonical name (see SplitPlain) end: at the '/' after each.
+func splitPlain[T string | []byte](s T) (authEnd, typeEnd int, ok bool) {
+	const prefix = schemePrefix + "//"
+	if len(s) < len(prefix) || string(s[:len(prefix)]) != prefix {
+		return 0, 0, false
+	}
+	authEnd = len(prefix)
+	for authEnd < len(s) && s[authEnd] != '/' {
+		authEnd++
+	}
+	typeEnd = authEnd + 1
+	for typeEnd < len(s) && s[typeEnd] != '/' {
+		typeEnd++
+	}
+	if typeEnd >= len(s)-1 || typeEnd == authEnd+1 {
+		return 0, 0, false // no type, or no id
+	}
+	// What stays unencoded in each part excludes '%', '?', '#' and
+	// control characters, and is ASCII.
+	if !allKept(s[len(prefix):authEnd], inAuthority) || !allKept(s[authEnd+1:typeEnd], inSegment) || !allKept(s[typeEnd+1:], inPath) {
+		return 0, 0, false
+	}
+	return authEnd, typeEnd, true
+}
+
 // Canonical parses s and returns its canonical form (see [Name.String]).
 // Old-style names come back unchanged.
 func Canonical(s string) (string, error) {
+	if _, _, ok := SplitPlain(s); ok {
+		return s, nil
+	}
 	n, err := Parse(s)
 	if err != nil {
 		return "", err

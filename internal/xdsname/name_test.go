@@ -1,6 +1,8 @@
 package xdsname
 
 import (
+	"unsafe"
+
 	"strings"
 	"testing"
 
@@ -343,8 +345,18 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		n, err := Parse(s)
+		auth, typ, plain := SplitPlain(s)
+		if bauth, btyp, bplain := SplitPlainBytes([]byte(s)); bplain != plain || string(bauth) != auth || string(btyp) != typ {
+			t.Fatalf("SplitPlainBytes(%q) = %q, %q, %v; SplitPlain gave %q, %q, %v", s, bauth, btyp, bplain, auth, typ, plain)
+		}
 		if err != nil {
+			if plain {
+				t.Fatalf("SplitPlain(%q) = %q, %q, true; Parse: %v", s, auth, typ, err)
+			}
 			return
+		}
+		if plain && (auth != n.Authority || typ != n.Type || n.ContextParams != nil || n.String() != s) {
+			t.Fatalf("SplitPlain(%q) = %q, %q, true; Parse: %+v, String %q", s, auth, typ, n, n.String())
 		}
 		c := n.String()
 		if !n.IsXDSTP() && c != s {
@@ -381,5 +393,54 @@ func TestGlobOf(t *testing.T) {
 	}
 	if !IsGlob("xdstp://a/T/backend/*?x=1") || IsGlob("xdstp://a/T/backend/m") || IsGlob("name/*") {
 		t.Error("IsGlob")
+	}
+}
+
+// TestSplitPlain: a canonical xdstp name with nothing encoded is split
+// where it stands, and Canonical gives it back as it is, the very string;
+// any other name is left to Parse.
+func TestSplitPlain(t *testing.T) {
+	for _, tc := range []struct {
+		in        string
+		auth, typ string // "" and not plain when typ is ""
+		canonical string
+	}{
+		{in: "xdstp://a.example/envoy.config.cluster.v3.Cluster/c1", auth: "a.example", typ: "envoy.config.cluster.v3.Cluster", canonical: "xdstp://a.example/envoy.config.cluster.v3.Cluster/c1"},
+		{in: "xdstp:///T/x/y:z@w", typ: "T", canonical: "xdstp:///T/x/y:z@w"},
+		{in: "xdstp://[::1]:80/T/id/", auth: "[::1]:80", typ: "T", canonical: "xdstp://[::1]:80/T/id/"},
+		{in: "server.example.com", canonical: "server.example.com"},
+		{in: "xdstp://a/T/%41b", canonical: "xdstp://a/T/Ab"},
+		{in: "xdstp://a/T/a%3Fb", canonical: "xdstp://a/T/a%3Fb"},
+		{in: "xdstp://a/T/id?b=2&a=1", canonical: "xdstp://a/T/id?a=1&b=2"},
+		{in: "xdstp://a/T/id?", canonical: "xdstp://a/T/id"},
+		{in: "xdstp://a/T/id#frag", canonical: "xdstp://a/T/id"},
+		{in: "xdstp://u@h/T/id", canonical: "xdstp://u%40h/T/id"},
+		{in: "xdstp://a/T/sp ace", canonical: "xdstp://a/T/sp%20ace"},
+		{in: "xdstp://a/T/é", canonical: "xdstp://a/T/%C3%A9"},
+		{in: "xdstp://a/T/"},
+		{in: "xdstp://a//id"},
+		{in: "xdstp://a/T"},
+		{in: "xdstp:a/T/id"},
+	} {
+		auth, typ, ok := SplitPlain(tc.in)
+		if ok != (tc.typ != "") || auth != tc.auth || typ != tc.typ {
+			t.Errorf("SplitPlain(%q) = %q, %q, %v; want %q, %q, %v", tc.in, auth, typ, ok, tc.auth, tc.typ, tc.typ != "")
+		}
+		if bauth, btyp, bok := SplitPlainBytes([]byte(tc.in)); bok != ok || string(bauth) != auth || string(btyp) != typ {
+			t.Errorf("SplitPlainBytes(%q) = %q, %q, %v; SplitPlain gave %q, %q, %v", tc.in, bauth, btyp, bok, auth, typ, ok)
+		}
+		got, err := Canonical(tc.in)
+		if tc.canonical == "" {
+			if err == nil {
+				t.Errorf("Canonical(%q) = %q, want an error", tc.in, got)
+			}
+			continue
+		}
+		if err != nil || got != tc.canonical {
+			t.Errorf("Canonical(%q) = %q, %v; want %q", tc.in, got, err, tc.canonical)
+		}
+		if same := unsafe.StringData(got) == unsafe.StringData(tc.in); same != (ok || !strings.HasPrefix(tc.in, "xdstp:")) {
+			t.Errorf("Canonical(%q) returned the input itself: %v", tc.in, same)
+		}
 	}
 }

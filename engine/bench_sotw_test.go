@@ -147,21 +147,40 @@ func (s *memStream) scanRequest(tb testing.TB) (names int, nack bool) {
 // clusterResources returns n Clusters; those below changed carry salt in
 // their EDS service name, so that two salts give two versions.
 func clusterResources(n, changed, salt int) []*anypb.Any {
-	return shapedClusterResources(n, changed, salt, false)
+	return shapedClusterResources(n, changed, salt, clusterShape{})
 }
 
-// shapedClusterResources is clusterResources, with limits: each Cluster
-// also has a connect timeout, a circuit breaker and outlier detection
-// (cds's BenchmarkDecode's "eds+limits").
-func shapedClusterResources(n, changed, salt int, limits bool) []*anypb.Any {
+// clusterShape is what the benchmarks' Clusters have beyond the usual:
+// limits, a connect timeout, a circuit breaker and outlier detection in
+// each (cds's BenchmarkDecode's "eds+limits"); xdstp, names of the new
+// style (benchClusterName).
+type clusterShape struct{ limits, xdstp bool }
+
+// benchAuthority is the authority of the benchmarks' xdstp names, in
+// memEngine's bootstrap with the top-level server.
+const benchAuthority = "xds.example.com"
+
+// benchClusterName is the name of the benchmarks' i-th Cluster:
+// "cluster-<i>", or with xdstp "xdstp://xds.example.com/
+// envoy.config.cluster.v3.Cluster/cluster-<i>", as a federated mesh
+// (A47) names them.
+func benchClusterName(i int, xdstp bool) string {
+	if xdstp {
+		return "xdstp://" + benchAuthority + "/envoy.config.cluster.v3.Cluster/cluster-" + strconv.Itoa(i)
+	}
+	return "cluster-" + strconv.Itoa(i)
+}
+
+// shapedClusterResources is clusterResources in the shape sh.
+func shapedClusterResources(n, changed, salt int, sh clusterShape) []*anypb.Any {
 	out := make([]*anypb.Any, n)
 	for i := range out {
 		eds := "eds-" + strconv.Itoa(i)
 		if i < changed {
 			eds += "-" + strconv.Itoa(salt)
 		}
-		c := xdstest.Cluster("cluster-"+strconv.Itoa(i), eds)
-		if limits {
+		c := xdstest.Cluster(benchClusterName(i, sh.xdstp), eds)
+		if sh.limits {
 			c.ConnectTimeout = durationpb.New(time.Second)
 			c.CircuitBreakers = &clusterpb.CircuitBreakers{Thresholds: []*clusterpb.CircuitBreakers_Thresholds{{MaxRequests: wrapperspb.UInt32(100)}}}
 			c.OutlierDetection = &clusterpb.OutlierDetection{Interval: durationpb.New(10 * time.Second), MaxEjectionPercent: wrapperspb.UInt32(20)}
@@ -259,7 +278,8 @@ func rawBaseline(tb testing.TB, b []byte) *baseline {
 func memEngine(tb testing.TB, reg *registry.Registry, serverFeatures ...string) (*engine.Engine, *memTransport) {
 	tr := &memTransport{streams: make(chan *memStream, 1)}
 	e, err := engine.New(engine.Config{
-		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer("mem", serverFeatures...)}, Node: bootstrap.Node{ID: "bench"}},
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer("mem", serverFeatures...)}, Node: bootstrap.Node{ID: "bench"},
+			Authorities: map[string]bootstrap.Authority{benchAuthority: {}}},
 		Registry:  reg,
 		Switches:  &features.Switches{},
 		Transport: tr,
@@ -301,13 +321,13 @@ func (s *memStream) awaitSubscription(tb testing.TB, n int) int {
 
 // clusterResponse marshals a CDS response of n clusters.
 func clusterResponse(tb testing.TB, n, changed, salt int) []byte {
-	return shapedClusterResponse(tb, n, changed, salt, false)
+	return shapedClusterResponse(tb, n, changed, salt, clusterShape{})
 }
 
-func shapedClusterResponse(tb testing.TB, n, changed, salt int, limits bool) []byte {
+func shapedClusterResponse(tb testing.TB, n, changed, salt int, sh clusterShape) []byte {
 	b, err := proto.Marshal(&discoverypb.DiscoveryResponse{
 		VersionInfo: "v" + strconv.Itoa(salt), TypeUrl: cds.TypeURL, Nonce: strconv.Itoa(salt),
-		Resources: shapedClusterResources(n, changed, salt, limits),
+		Resources: shapedClusterResources(n, changed, salt, sh),
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -349,13 +369,15 @@ func BenchmarkSotWClusters(b *testing.B) {
 	for _, tc := range []struct {
 		name       string
 		n, changed int
-		limits     bool
+		shape      clusterShape
 	}{
-		{"all/1k", 1000, 1000, false},
-		{"all/1k/limits", 1000, 1000, true},
-		{"one/1k", 1000, 1, false},
-		{"all/10k", 10000, 10000, false},
-		{"all/100k", 100000, 100000, false},
+		{"all/1k", 1000, 1000, clusterShape{}},
+		{"all/1k/limits", 1000, 1000, clusterShape{limits: true}},
+		{"all/1k/xdstp", 1000, 1000, clusterShape{xdstp: true}},
+		{"one/1k", 1000, 1, clusterShape{}},
+		{"one/1k/xdstp", 1000, 1, clusterShape{xdstp: true}},
+		{"all/10k", 10000, 10000, clusterShape{}},
+		{"all/100k", 100000, 100000, clusterShape{}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			e, tr := memEngine(b, registry.MustNew(cds.Type))
@@ -363,11 +385,11 @@ func BenchmarkSotWClusters(b *testing.B) {
 			c := &counter{tb: b}
 			w := c.watcher()
 			for i := 0; i < tc.n; i++ {
-				defer e.Watch(cds.TypeURL, "cluster-"+strconv.Itoa(i), w)()
+				defer e.Watch(cds.TypeURL, benchClusterName(i, tc.shape.xdstp), w)()
 			}
 			st := <-tr.streams
 			st.awaitSubscription(b, tc.n)
-			versions := [2][]byte{shapedClusterResponse(b, tc.n, tc.changed, 0, tc.limits), shapedClusterResponse(b, tc.n, tc.changed, 1, tc.limits)}
+			versions := [2][]byte{shapedClusterResponse(b, tc.n, tc.changed, 0, tc.shape), shapedClusterResponse(b, tc.n, tc.changed, 1, tc.shape)}
 			respond := func(i int, expect int) {
 				c.wg.Add(expect)
 				st.replies <- versions[i%2]
@@ -399,7 +421,7 @@ func BenchmarkSotWClusters(b *testing.B) {
 // they are subscribed and waits for every delivery. It returns the number
 // of requests the burst of watches took, and adds the time of each phase
 // to ph if it is not nil.
-func startAndServe(tb testing.TB, n int, resp []byte, ph *coldPhases) (*engine.Engine, *memStream, int) {
+func startAndServe(tb testing.TB, n int, xdstp bool, resp []byte, ph *coldPhases) (*engine.Engine, *memStream, int) {
 	cpu0, cpuOK0 := processCPU()
 	t0 := time.Now()
 	e, tr := memEngine(tb, registry.MustNew(cds.Type))
@@ -407,7 +429,7 @@ func startAndServe(tb testing.TB, n int, resp []byte, ph *coldPhases) (*engine.E
 	c.wg.Add(n)
 	w := c.watcher()
 	for j := 0; j < n; j++ {
-		e.Watch(cds.TypeURL, "cluster-"+strconv.Itoa(j), w)
+		e.Watch(cds.TypeURL, benchClusterName(j, xdstp), w)
 	}
 	t1 := time.Now()
 	cpu1, cpuOK1 := processCPU()
@@ -446,9 +468,16 @@ type coldPhases struct {
 // BenchmarkSotWClusters/all/1k (its cpu-ns/resource times 1,000), which
 // is the target's (a); watch-cpu-ns/op is the part of it spent while the
 // watches were made.
-func BenchmarkSotWColdStart(b *testing.B) {
+func BenchmarkSotWColdStart(b *testing.B) { benchColdStart(b, false) }
+
+// BenchmarkSotWColdStartXDSTP is BenchmarkSotWColdStart with names of the
+// new style (benchClusterName), to compare with
+// BenchmarkSotWClusters/all/1k/xdstp.
+func BenchmarkSotWColdStartXDSTP(b *testing.B) { benchColdStart(b, true) }
+
+func benchColdStart(b *testing.B, xdstp bool) {
 	const n = 1000
-	resp := clusterResponse(b, n, 0, 0)
+	resp := shapedClusterResponse(b, n, 0, 0, clusterShape{xdstp: xdstp})
 	raw := rawBaseline(b, resp)
 	requests := 0
 	var ph coldPhases
@@ -458,7 +487,7 @@ func BenchmarkSotWColdStart(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		cpu0, ok0 := processCPU()
-		e, _, r := startAndServe(b, n, resp, &ph)
+		e, _, r := startAndServe(b, n, xdstp, resp, &ph)
 		cpu1, ok1 := processCPU()
 		cpu += cpu1 - cpu0
 		cpuOK = cpuOK && ok0 && ok1
@@ -519,7 +548,7 @@ func BenchmarkSotWHeapPerCluster(b *testing.B) {
 	var perCluster float64
 	for i := 0; i < b.N; i++ {
 		before := idleHeap()
-		e, st, _ := startAndServe(b, n, resp, nil)
+		e, st, _ := startAndServe(b, n, false, resp, nil)
 		st.request(b) // the ACK: the response has been applied
 		perCluster = float64(idleHeap()-before) / n
 		runtime.KeepAlive(e)

@@ -153,7 +153,7 @@ func (e *Engine) entryByNameLocked(typeURL string, name []byte) *entry {
 	}
 	// A plain canonical name is its own key (resolveName); the others
 	// are copied to be parsed.
-	if auth, typ, ok := xdsname.SplitPlainBytes(name); ok && string(typ) == xdsname.TypeFromURL(typeURL) {
+	if auth, typ, ok := xdsname.SplitPlain(name); ok && string(typ) == xdsname.TypeFromURL(typeURL) {
 		if a, ok := e.authorities[string(auth)]; ok {
 			return a.resources[typeURL][string(name)]
 		}

@@ -158,26 +158,17 @@ func (n Name) String() string {
 
 // SplitPlain returns the authority and type of s if s is an xdstp name
 // in canonical form without percent-encoding, query or fragment: the form
-// of cache keys, and of most names. It reads s without parsing it into a
-// Name. For such an s, Parse gives a Name with those parts (and no context
-// params), whose String is s. ok is false for any other string, which
-// Parse then handles.
-func SplitPlain(s string) (authority, typ string, ok bool) {
+// of cache keys, and of most names. It reads s, a string or the bytes a
+// name was read from, without parsing it into a Name; the parts are
+// slices of s. For such an s, Parse gives a Name with those parts (and no
+// context params), whose String is s. ok is false for anything else,
+// which Parse then handles.
+func SplitPlain[T string | []byte](s T) (authority, typ T, ok bool) {
 	authEnd, typeEnd, ok := splitPlain(s)
 	if !ok {
-		return "", "", false
+		return authority, typ, false
 	}
 	return s[len(schemePrefix)+2 : authEnd], s[authEnd+1 : typeEnd], true
-}
-
-// SplitPlainBytes is SplitPlain for a name still in the bytes it was read
-// from: the parts are slices of b.
-func SplitPlainBytes(b []byte) (authority, typ []byte, ok bool) {
-	authEnd, typeEnd, ok := splitPlain(b)
-	if !ok {
-		return nil, nil, false
-	}
-	return b[len(schemePrefix)+2 : authEnd], b[authEnd+1 : typeEnd], true
 }
 
 // splitPlain returns where the authority and the type of a plain

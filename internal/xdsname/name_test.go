@@ -346,8 +346,8 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		n, err := Parse(s)
 		auth, typ, plain := SplitPlain(s)
-		if bauth, btyp, bplain := SplitPlainBytes([]byte(s)); bplain != plain || string(bauth) != auth || string(btyp) != typ {
-			t.Fatalf("SplitPlainBytes(%q) = %q, %q, %v; SplitPlain gave %q, %q, %v", s, bauth, btyp, bplain, auth, typ, plain)
+		if bauth, btyp, bplain := SplitPlain([]byte(s)); bplain != plain || string(bauth) != auth || string(btyp) != typ {
+			t.Fatalf("SplitPlain([]byte(%q)) = %q, %q, %v; SplitPlain gave %q, %q, %v", s, bauth, btyp, bplain, auth, typ, plain)
 		}
 		if err != nil {
 			if plain {
@@ -426,8 +426,8 @@ func TestSplitPlain(t *testing.T) {
 		if ok != (tc.typ != "") || auth != tc.auth || typ != tc.typ {
 			t.Errorf("SplitPlain(%q) = %q, %q, %v; want %q, %q, %v", tc.in, auth, typ, ok, tc.auth, tc.typ, tc.typ != "")
 		}
-		if bauth, btyp, bok := SplitPlainBytes([]byte(tc.in)); bok != ok || string(bauth) != auth || string(btyp) != typ {
-			t.Errorf("SplitPlainBytes(%q) = %q, %q, %v; SplitPlain gave %q, %q, %v", tc.in, bauth, btyp, bok, auth, typ, ok)
+		if bauth, btyp, bok := SplitPlain([]byte(tc.in)); bok != ok || string(bauth) != auth || string(btyp) != typ {
+			t.Errorf("SplitPlain([]byte(%q)) = %q, %q, %v; SplitPlain gave %q, %q, %v", tc.in, bauth, btyp, bok, auth, typ, ok)
 		}
 		got, err := Canonical(tc.in)
 		if tc.canonical == "" {

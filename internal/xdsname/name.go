@@ -247,6 +247,21 @@ func IsGlob(s string) bool {
 // by "*", with the same context parameters (xRFC TP1). It reports false
 // for an old-style name, a name with no '/' in its ID, and a glob name.
 func GlobOf(s string) (string, bool) {
+	// A plain canonical name (SplitPlain) is cut where it stands: every
+	// member a response names comes here, some twice.
+	if _, typeEnd, ok := splitPlain(s); ok {
+		id := s[typeEnd+1:]
+		i := strings.LastIndexByte(id, '/')
+		if i < 0 || id[i+1:] == "*" {
+			return "", false
+		}
+		return s[:typeEnd+1+i] + GlobSuffix, true
+	}
+	return globOfParsed(s)
+}
+
+// globOfParsed is GlobOf for any name: parsed, cut and written again.
+func globOfParsed(s string) (string, bool) {
 	if !strings.HasPrefix(s, schemePrefix) {
 		return "", false
 	}

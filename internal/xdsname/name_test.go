@@ -340,6 +340,8 @@ func FuzzParse(f *testing.F) {
 		"xdstp://u@h/T/a+b?a+b=c d",
 		"xdstp:x",
 		"xdstp://a/T/%zz",
+		"xdstp://endpoints.example/T/backend/z1/ep-1",
+		"xdstp://endpoints.example/T/backend/z1/*",
 	} {
 		f.Add(s)
 	}
@@ -354,6 +356,11 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("SplitPlain(%q) = %q, %q, true; Parse: %v", s, auth, typ, err)
 			}
 			return
+		}
+		if g, ok := GlobOf(s); true {
+			if pg, pok := globOfParsed(s); g != pg || ok != pok {
+				t.Fatalf("GlobOf(%q) = %q, %v; parsed, %q, %v", s, g, ok, pg, pok)
+			}
 		}
 		if plain && (auth != n.Authority || typ != n.Type || n.ContextParams != nil || n.String() != s) {
 			t.Fatalf("SplitPlain(%q) = %q, %q, true; Parse: %+v, String %q", s, auth, typ, n, n.String())
@@ -442,5 +449,23 @@ func TestSplitPlain(t *testing.T) {
 		if same := unsafe.StringData(got) == unsafe.StringData(tc.in); same != (ok || !strings.HasPrefix(tc.in, "xdstp:")) {
 			t.Errorf("Canonical(%q) returned the input itself: %v", tc.in, same)
 		}
+	}
+}
+
+// BenchmarkGlobOf: the glob collection of a member, which the engine
+// looks for with every member a response names.
+func BenchmarkGlobOf(b *testing.B) {
+	for _, name := range []string{
+		"xdstp://endpoints.example/envoy.config.endpoint.v3.LbEndpoint/backend/z1/ep-12345",
+		"xdstp://endpoints.example/envoy.config.endpoint.v3.LbEndpoint/backend/z1/ep-12345?zone=z1",
+	} {
+		b.Run(map[bool]string{false: "plain", true: "params"}[strings.Contains(name, "?")], func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if _, ok := GlobOf(name); !ok {
+					b.Fatal("not a member")
+				}
+			}
+		})
 	}
 }

@@ -83,17 +83,6 @@ func escapeTo(b *strings.Builder, s string, where component) {
 	b.WriteString(s[start:])
 }
 
-// allKept reports whether escapeTo would write s unchanged in where.
-func allKept[T string | []byte](s T, where component) bool {
-	t := &kept[where]
-	for i := 0; i < len(s); i++ {
-		if !t[s[i]] {
-			return false
-		}
-	}
-	return true
-}
-
 // unescape decodes %XX sequences. Nothing else is special: '+' stays '+'.
 func unescape(s string) (string, error) {
 	if !strings.Contains(s, "%") {

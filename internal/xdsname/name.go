@@ -172,27 +172,31 @@ func SplitPlain[T string | []byte](s T) (authority, typ T, ok bool) {
 }
 
 // splitPlain returns where the authority and the type of a plain
-// canonical name (see SplitPlain) end: at the '/' after each.
+// canonical name (see SplitPlain) end: at the '/' after each. One pass
+// over s finds both and checks every byte, for the part it is in: what
+// stays unencoded there excludes '%', '?', '#' and control characters,
+// and is ASCII. '/' is not kept in the authority or the type, so the
+// first two end them, as Parse cuts them.
 func splitPlain[T string | []byte](s T) (authEnd, typeEnd int, ok bool) {
 	const prefix = schemePrefix + "//"
 	if len(s) < len(prefix) || string(s[:len(prefix)]) != prefix {
 		return 0, 0, false
 	}
-	authEnd = len(prefix)
-	for authEnd < len(s) && s[authEnd] != '/' {
-		authEnd++
+	authEnd, typeEnd = -1, -1
+	where := inAuthority
+	for i := len(prefix); i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '/' && where == inAuthority:
+			authEnd, where = i, inSegment
+		case c == '/' && where == inSegment:
+			typeEnd, where = i, inPath
+		case !kept[where][c]:
+			return 0, 0, false
+		}
 	}
-	typeEnd = authEnd + 1
-	for typeEnd < len(s) && s[typeEnd] != '/' {
-		typeEnd++
-	}
-	if typeEnd >= len(s)-1 || typeEnd == authEnd+1 {
+	if typeEnd < 0 || typeEnd == authEnd+1 || typeEnd == len(s)-1 {
 		return 0, 0, false // no type, or no id
-	}
-	// What stays unencoded in each part excludes '%', '?', '#' and
-	// control characters, and is ASCII.
-	if !allKept(s[len(prefix):authEnd], inAuthority) || !allKept(s[authEnd+1:typeEnd], inSegment) || !allKept(s[typeEnd+1:], inPath) {
-		return 0, 0, false
 	}
 	return authEnd, typeEnd, true
 }

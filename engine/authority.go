@@ -106,10 +106,8 @@ func (e *Engine) resolveName(typeURL, name string) (*authority, string, *Error) 
 	// Names in canonical form with nothing encoded, as cache keys and most
 	// names are, are their own key: no parse, no string built. Anything
 	// else, and every error, takes the way below.
-	if auth, typ, ok := xdsname.SplitPlain(name); ok && typ == xdsname.TypeFromURL(typeURL) {
-		if a, ok := e.authorities[auth]; ok {
-			return a, name, nil
-		}
+	if a := plainAuthority(e, typeURL, name); a != nil {
+		return a, name, nil
 	}
 	if !utf8.ValidString(name) {
 		// It could never be sent: a request's names are proto strings.
@@ -135,6 +133,18 @@ func (e *Engine) resolveName(typeURL, name string) (*authority, string, *Error) 
 	return a, n.String(), nil
 }
 
+// plainAuthority returns the authority of name if name is a plain
+// canonical xdstp name (xdsname.SplitPlain) of typeURL's type from an
+// authority of the bootstrap, and nil otherwise. Such a name is its own
+// cache key.
+func plainAuthority[T string | []byte](e *Engine, typeURL string, name T) *authority {
+	auth, typ, ok := xdsname.SplitPlain(name)
+	if !ok || string(typ) != xdsname.TypeFromURL(typeURL) {
+		return nil
+	}
+	return e.authorities[string(auth)]
+}
+
 // lookupEntryLocked finds the entry for a name received from a server.
 func (e *Engine) lookupEntryLocked(typeURL, name string) (*authority, *entry) {
 	a, key, err := e.resolveName(typeURL, name)
@@ -153,10 +163,8 @@ func (e *Engine) entryByNameLocked(typeURL string, name []byte) *entry {
 	}
 	// A plain canonical name is its own key (resolveName); the others
 	// are copied to be parsed.
-	if auth, typ, ok := xdsname.SplitPlain(name); ok && string(typ) == xdsname.TypeFromURL(typeURL) {
-		if a, ok := e.authorities[string(auth)]; ok {
-			return a.resources[typeURL][string(name)]
-		}
+	if a := plainAuthority(e, typeURL, name); a != nil {
+		return a.resources[typeURL][string(name)]
 	}
 	_, en := e.lookupEntryLocked(typeURL, string(name))
 	return en

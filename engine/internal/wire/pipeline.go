@@ -49,9 +49,21 @@ type pipeline struct {
 	seen  int // chunks the receiving goroutine has waited for
 }
 
-// decodable lists the candidates the cache did not answer.
+// decodable lists the candidates the cache did not answer. They are
+// counted first: in a re-sent response nearly all are answered, and a
+// list sized for every candidate would be most of what the response
+// allocates. A pipeline keeps the list, so it is not scratch.
 func decodable(cands []candidate) []int {
-	todo := make([]int, 0, len(cands))
+	n := 0
+	for i := range cands {
+		if cands[i].Err == nil && cands[i].Value == nil {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	todo := make([]int, 0, n)
 	for i := range cands {
 		if cands[i].Err == nil && cands[i].Value == nil {
 			todo = append(todo, i)

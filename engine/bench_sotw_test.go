@@ -111,6 +111,10 @@ func (s *memStream) ack(tb testing.TB) (nack bool) {
 	return nack
 }
 
+// requestNamesTag is the tag of a request's names: a SotW request's
+// resource_names and a delta request's resource_names_subscribe (3).
+const requestNamesTag = 3<<3 | byte(protowire.BytesType)
+
 // scanRequest reads the client's next request and returns how many names
 // it subscribes to (field 3, resource_names, or a delta request's
 // resource_names_subscribe) and whether it is a SotW NACK, reading only
@@ -121,6 +125,15 @@ func (s *memStream) scanRequest(tb testing.TB) (names int, nack bool) {
 	select {
 	case b := <-s.requests:
 		for len(b) > 0 {
+			// A name under 128 bytes, nearly every field of a request, is
+			// skipped inline: protowire's two calls per field made the
+			// harness's reading of a 1,000-name ACK a seventh of one/1k's
+			// CPU, which is counted as the engine's.
+			if b[0] == requestNamesTag && len(b) > 1 && b[1] < 0x80 && int(b[1]) <= len(b)-2 {
+				names++
+				b = b[2+int(b[1]):]
+				continue
+			}
 			num, typ, n := protowire.ConsumeTag(b)
 			if n < 0 {
 				tb.Fatal("request does not parse")

@@ -54,9 +54,10 @@ type pipeline struct {
 // list sized for every candidate would be most of what the response
 // allocates. A pipeline keeps the list, so it is not scratch.
 func decodable(cands []candidate) []int {
+	undecided := func(c *candidate) bool { return c.Err == nil && c.Value == nil }
 	n := 0
 	for i := range cands {
-		if cands[i].Err == nil && cands[i].Value == nil {
+		if undecided(&cands[i]) {
 			n++
 		}
 	}
@@ -65,7 +66,7 @@ func decodable(cands []candidate) []int {
 	}
 	todo := make([]int, 0, n)
 	for i := range cands {
-		if cands[i].Err == nil && cands[i].Value == nil {
+		if undecided(&cands[i]) {
 			todo = append(todo, i)
 		}
 	}

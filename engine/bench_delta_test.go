@@ -198,13 +198,5 @@ func BenchmarkDeltaGlobMembers(b *testing.B) {
 	}
 	cpu1, _ := processCPU()
 	b.StopTimer()
-	rawNs := raw.least()
-	perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-	b.ReportMetric(perOp/rawNs, "x-raw")
-	b.ReportMetric(perOp/n, "ns/resource")
-	if cpuOK {
-		cpuPerOp := float64((cpu1 - cpu0).Nanoseconds()) / float64(b.N)
-		b.ReportMetric(cpuPerOp/rawNs, "x-raw-cpu")
-		b.ReportMetric(cpuPerOp/n, "cpu-ns/resource")
-	}
+	reportResponses(b, n, raw, nil, cpu1-cpu0, cpuOK)
 }

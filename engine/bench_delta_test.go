@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -24,9 +25,9 @@ import (
 func (s *memStream) deltaRequest(tb testing.TB) *discoverypb.DeltaDiscoveryRequest {
 	tb.Helper()
 	select {
-	case b := <-s.requests:
+	case msg := <-s.requests:
 		req := &discoverypb.DeltaDiscoveryRequest{}
-		if err := proto.Unmarshal(b, req); err != nil {
+		if err := proto.Unmarshal(bytes.Join(msg, nil), req); err != nil {
 			tb.Fatal(err)
 		}
 		return req

@@ -1,8 +1,10 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
 	"math"
+	"net"
 	"runtime"
 	"slices"
 	"strconv"
@@ -37,9 +39,12 @@ type memTransport struct {
 }
 
 type memStream struct {
-	ctx      context.Context
-	requests chan []byte // client → server
-	replies  chan []byte // server → client
+	ctx context.Context
+	// requests carries each request as the buffers the engine sent it in
+	// (SendBuffers): the ACK's names are the encoding it keeps, as over
+	// gRPC, which frames the buffers without joining them.
+	requests chan net.Buffers // client → server
+	replies  chan []byte      // server → client
 	// end ends the stream with an error, as the server would.
 	end chan error
 	// hold: writes from now on are handed over but do not finish before
@@ -52,7 +57,7 @@ func (t *memTransport) Build(bootstrap.ServerConfig, engine.TransportOptions) (e
 }
 
 func (t *memTransport) NewStream(ctx context.Context, _ string) (engine.Stream, error) {
-	s := &memStream{ctx: ctx, requests: make(chan []byte, 64), replies: make(chan []byte, 1), end: make(chan error, 1)}
+	s := &memStream{ctx: ctx, requests: make(chan net.Buffers, 64), replies: make(chan []byte, 1), end: make(chan error, 1)}
 	select {
 	case t.streams <- s:
 		return s, nil
@@ -63,10 +68,12 @@ func (t *memTransport) NewStream(ctx context.Context, _ string) (engine.Stream, 
 
 func (t *memTransport) Close() error { return nil }
 
-func (s *memStream) Send(b []byte) error {
+func (s *memStream) Send(b []byte) error { return s.SendBuffers(net.Buffers{b}) }
+
+func (s *memStream) SendBuffers(msg net.Buffers) error {
 	held := s.hold.Load()
 	select {
-	case s.requests <- b:
+	case s.requests <- msg:
 	case <-s.ctx.Done():
 		return s.ctx.Err()
 	}
@@ -92,9 +99,9 @@ func (s *memStream) Recv() ([]byte, error) {
 func (s *memStream) request(tb testing.TB) *discoverypb.DiscoveryRequest {
 	tb.Helper()
 	select {
-	case b := <-s.requests:
+	case msg := <-s.requests:
 		req := &discoverypb.DiscoveryRequest{}
-		if err := proto.Unmarshal(b, req); err != nil {
+		if err := proto.Unmarshal(bytes.Join(msg, nil), req); err != nil {
 			tb.Fatal(err)
 		}
 		return req
@@ -119,42 +126,54 @@ const requestNamesTag = 3<<3 | byte(protowire.BytesType)
 // it subscribes to (field 3, resource_names, or a delta request's
 // resource_names_subscribe) and whether it is a SotW NACK, reading only
 // its top-level fields: decoding the names of a 100,000-name request is
-// the benchmark's cost, not the engine's.
+// the benchmark's cost, not the engine's. The engine sends whole fields
+// in each buffer.
 func (s *memStream) scanRequest(tb testing.TB) (names int, nack bool) {
 	tb.Helper()
 	select {
-	case b := <-s.requests:
-		for len(b) > 0 {
-			// A name under 128 bytes, nearly every field of a request, is
-			// skipped inline: protowire's two calls per field made the
-			// harness's reading of a 1,000-name ACK about a tenth of
-			// one/1k's CPU, which is counted as the engine's.
-			if b[0] == requestNamesTag && len(b) > 1 && b[1] < 0x80 && int(b[1]) <= len(b)-2 {
-				names++
-				b = b[2+int(b[1]):]
-				continue
-			}
-			num, typ, n := protowire.ConsumeTag(b)
-			if n < 0 {
-				tb.Fatal("request does not parse")
-			}
-			b = b[n:]
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				tb.Fatal("request does not parse")
-			}
-			b = b[n:]
-			switch num {
-			case 3:
-				names++
-			case 6: // error_detail
-				nack = true
-			}
+	case msg := <-s.requests:
+		for _, b := range msg {
+			n, isNACK := scanFields(tb, b)
+			names += n
+			nack = nack || isNACK
 		}
 		return names, nack
 	case <-time.After(30 * time.Second):
 		tb.Fatal("no request")
 		return 0, false
 	}
+}
+
+// scanFields is scanRequest's reading of a buffer of whole fields.
+func scanFields(tb testing.TB, b []byte) (names int, nack bool) {
+	tb.Helper()
+	for len(b) > 0 {
+		// A name under 128 bytes, nearly every field of a request, is
+		// skipped inline: protowire's two calls per field made the
+		// harness's reading of a 1,000-name ACK about a tenth of
+		// one/1k's CPU, which is counted as the engine's.
+		if b[0] == requestNamesTag && len(b) > 1 && b[1] < 0x80 && int(b[1]) <= len(b)-2 {
+			names++
+			b = b[2+int(b[1]):]
+			continue
+		}
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			tb.Fatal("request does not parse")
+		}
+		b = b[n:]
+		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			tb.Fatal("request does not parse")
+		}
+		b = b[n:]
+		switch num {
+		case 3:
+			names++
+		case 6: // error_detail
+			nack = true
+		}
+	}
+	return names, nack
 }
 
 // clusterResources returns n Clusters; those below changed carry salt in

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"sync/atomic"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachetypes "github.com/envoyproxy/go-control-plane/pkg/cache/types"
@@ -182,4 +183,91 @@ func serveADSWith(c cache.Cache, opts ...grpc.ServerOption) (addr string, stop f
 		gs.Stop()
 		<-served
 	}
+}
+
+// ExampleBuffersSender wraps the gRPC transport to see how the engine
+// sends its requests. A wrapper hides the optional methods of what it
+// wraps, so it keeps SendBuffers where the stream has it: without it, the
+// engine joins each request's buffers into a new message, a copy of the
+// names that every ACK repeats.
+func ExampleBuffersSender() {
+	addr, stop := serveADS(greetingCache("a"))
+	defer stop()
+
+	var first firstMessage
+	e, err := engine.New(engine.Config{
+		Bootstrap: &bootstrap.Bootstrap{
+			Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)},
+			Node:    bootstrap.Node{ID: "example-node"},
+		},
+		Registry:  registry.MustNew(greetingType),
+		Transport: recordingBuilder{engine.GRPCTransport(), &first},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer e.Close()
+
+	fmt.Println(firstGreeting(e, "a"))
+	fmt.Println("the first request went in", first.buffers.Load(), "buffers")
+	// Output:
+	// hi from a
+	// the first request went in 2 buffers
+}
+
+// firstMessage records how many buffers the first message sent came in.
+type firstMessage struct{ buffers atomic.Int64 }
+
+func (f *firstMessage) sent(msg net.Buffers) { f.buffers.CompareAndSwap(0, int64(len(msg))) }
+
+type recordingBuilder struct {
+	engine.TransportBuilder
+	first *firstMessage
+}
+
+func (b recordingBuilder) Build(s bootstrap.ServerConfig, opts engine.TransportOptions) (engine.Transport, error) {
+	t, err := b.TransportBuilder.Build(s, opts)
+	if err != nil {
+		return nil, err
+	}
+	return recordingTransport{t, b.first}, nil
+}
+
+type recordingTransport struct {
+	engine.Transport
+	first *firstMessage
+}
+
+func (t recordingTransport) NewStream(ctx context.Context, method string) (engine.Stream, error) {
+	st, err := t.Transport.NewStream(ctx, method)
+	if err != nil {
+		return nil, err
+	}
+	rs := recordingStream{st, t.first}
+	if bs, ok := st.(engine.BuffersSender); ok {
+		return recordingBuffersStream{rs, bs}, nil
+	}
+	return rs, nil
+}
+
+type recordingStream struct {
+	engine.Stream
+	first *firstMessage
+}
+
+func (s recordingStream) Send(msg []byte) error {
+	s.first.sent(net.Buffers{msg})
+	return s.Stream.Send(msg)
+}
+
+// recordingBuffersStream is a recordingStream over a stream that takes
+// buffers.
+type recordingBuffersStream struct {
+	recordingStream
+	bs engine.BuffersSender
+}
+
+func (s recordingBuffersStream) SendBuffers(msg net.Buffers) error {
+	s.first.sent(msg)
+	return s.bs.SendBuffers(msg)
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"net"
 	"regexp"
 	"strconv"
 
@@ -98,6 +99,11 @@ type grpcStream struct {
 
 func (g grpcStream) Send(b []byte) error { return g.s.SendMsg(b) }
 
+// SendBuffers hands the buffers to gRPC as they are (rawCodec): gRPC
+// frames them without joining them, and keeps them until they are
+// written, which BuffersSender allows.
+func (g grpcStream) SendBuffers(msg net.Buffers) error { return g.s.SendMsg(msg) }
+
 func (g grpcStream) Recv() ([]byte, error) {
 	var b []byte
 	if err := g.s.RecvMsg(&b); err != nil {
@@ -135,11 +141,17 @@ func oversizedMessageSize(msg string) (int, bool) {
 type rawCodec struct{}
 
 func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
-	b, ok := v.([]byte)
-	if !ok {
-		return nil, fmt.Errorf("rawCodec: cannot marshal %T", v)
+	switch m := v.(type) {
+	case []byte:
+		return mem.BufferSlice{mem.SliceBuffer(m)}, nil
+	case net.Buffers:
+		out := make(mem.BufferSlice, len(m))
+		for i, b := range m {
+			out[i] = mem.SliceBuffer(b)
+		}
+		return out, nil
 	}
-	return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	return nil, fmt.Errorf("rawCodec: cannot marshal %T", v)
 }
 
 func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {

@@ -216,7 +216,11 @@ func (c *channel) openStream(ctx context.Context) (wire.RawStream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return limitedStream{st, c.e.maxResponseBytes}, nil
+	limited := limitedStream{st, c.e.maxResponseBytes}
+	if bs, ok := st.(BuffersSender); ok {
+		return limitedBuffersStream{limited, bs}, nil
+	}
+	return limited, nil
 }
 
 // limitedStream enforces the receive limit over a transport that does
@@ -224,6 +228,13 @@ func (c *channel) openStream(ctx context.Context) (wire.RawStream, error) {
 type limitedStream struct {
 	Stream
 	limit int
+}
+
+// limitedBuffersStream is a limitedStream that keeps its stream's
+// SendBuffers, which the wrapping would hide.
+type limitedBuffersStream struct {
+	limitedStream
+	BuffersSender
 }
 
 func (s limitedStream) Recv() ([]byte, error) {

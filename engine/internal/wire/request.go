@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"net"
 	"unicode/utf8"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -23,18 +24,23 @@ type encodedNames struct {
 // marshalRequest encodes a request. A SotW request carrying the very
 // slice of names of the type's last one reuses their encoding; the
 // fields are appended in another order than proto.Marshal's, which the
-// wire format allows (the names stay in their order).
-func (s *stream) marshalRequest(msg proto.Message) ([]byte, error) {
+// wire format allows (the names stay in their order). To a stream that
+// takes buffers (s.buffers) the names go as a buffer of their own: the
+// encoding, shared by the type's requests until the names change, and
+// never modified. Otherwise names is nil and head the whole request.
+func (s *stream) marshalRequest(msg proto.Message) (head, names []byte, err error) {
 	req, ok := msg.(*discoverypb.DiscoveryRequest)
 	if !ok || len(req.ResourceNames) == 0 {
-		return proto.Marshal(msg)
+		head, err = proto.Marshal(msg)
+		return head, nil, err
 	}
 	enc := s.encNames[req.TypeUrl]
 	if !sameSlice(enc.names, req.ResourceNames) {
 		field, ok := encodeNames(req.ResourceNames)
 		if !ok {
 			// proto.Marshal says what is wrong.
-			return proto.Marshal(msg)
+			head, err = proto.Marshal(msg)
+			return head, nil, err
 		}
 		enc = encodedNames{names: req.ResourceNames, field: field}
 		if s.encNames == nil {
@@ -42,15 +48,30 @@ func (s *stream) marshalRequest(msg proto.Message) ([]byte, error) {
 		}
 		s.encNames[req.TypeUrl] = enc
 	}
-	names := req.ResourceNames
+	list := req.ResourceNames
 	req.ResourceNames = nil
 	opts := proto.MarshalOptions{}
-	b, err := opts.MarshalAppend(make([]byte, 0, opts.Size(req)+len(enc.field)), req)
-	req.ResourceNames = names
-	if err != nil {
-		return nil, err
+	size := opts.Size(req)
+	if s.buffers == nil {
+		size += len(enc.field)
 	}
-	return append(b, enc.field...), nil
+	head, err = opts.MarshalAppend(make([]byte, 0, size), req)
+	req.ResourceNames = list
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case s.buffers != nil:
+		return head, enc.field, nil
+	}
+	return append(head, enc.field...), nil, nil
+}
+
+// send writes a request marshalRequest encoded.
+func (s *stream) send(head, names []byte) error {
+	if names == nil {
+		return s.raw.Send(head)
+	}
+	return s.buffers.SendBuffers(net.Buffers{head, names})
 }
 
 // encodeNames encodes names as the resource_names field, or reports

@@ -22,7 +22,9 @@ type stream struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	raw    RawStream // set once open
-	delta  bool      // incremental: DeltaDiscoveryRequest/Response
+	// buffers is raw if it takes a message as buffers, else nil.
+	buffers buffersSender
+	delta   bool // incremental: DeltaDiscoveryRequest/Response
 
 	// Guarded by cfg.Lock:
 	started      bool // stream open, requests may be written
@@ -170,6 +172,7 @@ func (s *stream) run() {
 		return
 	}
 	s.raw = raw
+	s.buffers, _ = raw.(buffersSender)
 	s.started = true
 	for _, t := range s.host.SubscribedTypesLocked() {
 		s.markDirtyLocked(t)
@@ -216,7 +219,7 @@ func (s *stream) sendLoop() {
 				list = unbuilt.List()
 				req.(*discoverypb.DiscoveryRequest).ResourceNames = list
 			}
-			b, err := s.marshalRequest(req)
+			head, names, err := s.marshalRequest(req)
 			if err != nil {
 				s.cfg.Log.Error("xDS request marshal", "error", err)
 				s.cfg.Lock.Lock()
@@ -224,7 +227,7 @@ func (s *stream) sendLoop() {
 				s.cfg.Lock.Unlock()
 				continue
 			}
-			if err := s.raw.Send(b); err != nil {
+			if err := s.send(head, names); err != nil {
 				// Recv reports the stream's status; nothing to add here.
 				return
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,10 +111,17 @@ type Host interface {
 }
 
 // RawStream is an open gRPC stream carrying serialized messages. Send and
-// Recv may run concurrently with each other.
+// Recv may run concurrently with each other. A message is never modified
+// once sent.
 type RawStream interface {
 	Send(msg []byte) error
 	Recv() ([]byte, error)
+}
+
+// buffersSender is a RawStream that takes a message as several buffers,
+// which it may keep until written (engine.BuffersSender).
+type buffersSender interface {
+	SendBuffers(msg net.Buffers) error
 }
 
 // Clock is the engine's source of time.

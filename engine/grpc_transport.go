@@ -19,7 +19,10 @@ import (
 // connection per xDS server, with the credentials the server's bootstrap
 // entry names, understood as gRPC understands them
 // ([bootstrap.DefaultCredentials] lists the types and their meaning), plus
-// any dial options given here (for example a custom dialer in tests).
+// any dial options given here (for example a custom dialer in tests). A
+// stream interceptor among them sees each message serialized: a []byte,
+// or a net.Buffers whose buffers are the message in order
+// ([BuffersSender]).
 //
 // The builder implements [ServerChecker]: it validates the configs of the
 // credentials it would use and reads every file they name, so that a

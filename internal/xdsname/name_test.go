@@ -469,3 +469,17 @@ func BenchmarkGlobOf(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSplitPlain: the check the engine makes of an xdstp name at
+// every Watch, every does-not-exist timer and every resource a response
+// names.
+func BenchmarkSplitPlain(b *testing.B) {
+	const name = "xdstp://xds.example.com/envoy.config.cluster.v3.Cluster/cluster-123"
+	b.ReportAllocs()
+	b.SetBytes(int64(len(name)))
+	for range b.N {
+		if _, _, ok := SplitPlain(name); !ok {
+			b.Fatal("not plain")
+		}
+	}
+}

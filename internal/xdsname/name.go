@@ -176,7 +176,7 @@ func SplitPlain[T string | []byte](s T) (authority, typ T, ok bool) {
 // every byte, for the part it is in: what stays unencoded there excludes
 // '%', '?', '#' and control characters, and is ASCII. '/' is not kept in
 // the authority or the type, so the first two end them, as Parse cuts
-// them. A loop per part, each with its own table, takes a third less
+// them. A run per part, each over its own table, takes a third less
 // time than one loop that tracks the part (BenchmarkSplitPlain): the
 // engine checks a name at every Watch, every does-not-exist timer and
 // every resource a response names.
@@ -185,28 +185,29 @@ func splitPlain[T string | []byte](s T) (authEnd, typeEnd int, ok bool) {
 	if len(s) < len(prefix) || string(s[:len(prefix)]) != prefix {
 		return 0, 0, false
 	}
-	i := len(prefix)
-	for ; i < len(s) && s[i] != '/'; i++ {
-		if !kept[inAuthority][s[i]] {
-			return 0, 0, false
-		}
+	authEnd = plainRun(s, len(prefix), inAuthority)
+	if authEnd == len(s) || s[authEnd] != '/' {
+		return 0, 0, false
 	}
-	authEnd = i
-	for i++; i < len(s) && s[i] != '/'; i++ {
-		if !kept[inSegment][s[i]] {
-			return 0, 0, false
-		}
-	}
-	typeEnd = i
-	if typeEnd >= len(s)-1 || typeEnd == authEnd+1 {
+	typeEnd = plainRun(s, authEnd+1, inSegment)
+	if typeEnd >= len(s)-1 || s[typeEnd] != '/' || typeEnd == authEnd+1 {
 		return 0, 0, false // no type, or no id
 	}
-	for i++; i < len(s); i++ {
-		if !kept[inPath][s[i]] {
-			return 0, 0, false
-		}
+	if plainRun(s, typeEnd+1, inPath) != len(s) {
+		return 0, 0, false
 	}
 	return authEnd, typeEnd, true
+}
+
+// plainRun returns the index of the first byte of s from i on that is not
+// kept unencoded in where, or len(s). '/' ends the authority and the type,
+// where it is not kept.
+func plainRun[T string | []byte](s T, i int, where component) int {
+	t := &kept[where]
+	for i < len(s) && t[s[i]] {
+		i++
+	}
+	return i
 }
 
 // Canonical parses s and returns its canonical form (see [Name.String]).

@@ -468,14 +468,19 @@ func startAndServe(tb testing.TB, n int, xdstp bool, resp []byte, ph *coldPhases
 	st := <-tr.streams
 	requests := st.awaitSubscription(tb, n)
 	t2 := time.Now()
+	cpu2, cpuOK2 := processCPU()
 	st.replies <- resp
 	c.wg.Wait()
+	t3 := time.Now()
+	cpu3, cpuOK3 := processCPU()
 	if ph != nil {
 		ph.watch += t1.Sub(t0)
-		ph.watchCPU += cpu1 - cpu0
-		ph.noCPU = ph.noCPU || !cpuOK0 || !cpuOK1
 		ph.request += t2.Sub(t1)
-		ph.deliver += time.Since(t2)
+		ph.deliver += t3.Sub(t2)
+		ph.watchCPU += cpu1 - cpu0
+		ph.requestCPU += cpu2 - cpu1
+		ph.deliverCPU += cpu3 - cpu2
+		ph.noCPU = ph.noCPU || !cpuOK0 || !cpuOK1 || !cpuOK2 || !cpuOK3
 	}
 	return e, st, requests
 }
@@ -483,13 +488,16 @@ func startAndServe(tb testing.TB, n int, xdstp bool, resp []byte, ph *coldPhases
 // coldPhases is where a cold start's time goes: the engine's creation
 // and the Watch calls; from the last call's return until the server has
 // a request with every name; from the response until the last delivery.
-// watchCPU is the process's CPU time during the first phase: the Watch
-// calls, and what runs meanwhile (the send loop building requests, the
-// collector); noCPU says the process's CPU time could not be read.
+// watchCPU, requestCPU and deliverCPU are the process's CPU time during
+// each: the first is the Watch calls and what runs meanwhile (the send
+// loop building requests, the collector), the second what the send loop
+// still had to build, the last the response's handling, which
+// BenchmarkSotWClusters/all/1k measures alone. noCPU says the process's
+// CPU time could not be read.
 type coldPhases struct {
-	watch, request, deliver time.Duration
-	watchCPU                time.Duration
-	noCPU                   bool
+	watch, request, deliver          time.Duration
+	watchCPU, requestCPU, deliverCPU time.Duration
+	noCPU                            bool
 }
 
 // BenchmarkSotWColdStart starts an engine, watches 1,000 clusters, serves
@@ -498,8 +506,8 @@ type coldPhases struct {
 // and the time of its phases (coldPhases) per op. cpu-ns/op is the
 // process's CPU time per cold start, to compare with that of
 // BenchmarkSotWClusters/all/1k (its cpu-ns/resource times 1,000), which
-// is the target's (a); watch-cpu-ns/op is the part of it spent while the
-// watches were made.
+// is the target's (a); watch-cpu-ns/op, request-cpu-ns/op and
+// deliver-cpu-ns/op are its parts in each phase (coldPhases).
 func BenchmarkSotWColdStart(b *testing.B) { benchColdStart(b, false) }
 
 // BenchmarkSotWColdStartXDSTP is BenchmarkSotWColdStart with names of the
@@ -536,6 +544,8 @@ func benchColdStart(b *testing.B, xdstp bool) {
 	b.ReportMetric(perOp(ph.deliver), "deliver-ns/op")
 	if !ph.noCPU {
 		b.ReportMetric(perOp(ph.watchCPU), "watch-cpu-ns/op")
+		b.ReportMetric(perOp(ph.requestCPU), "request-cpu-ns/op")
+		b.ReportMetric(perOp(ph.deliverCPU), "deliver-cpu-ns/op")
 	}
 }
 

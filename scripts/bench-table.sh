@@ -40,7 +40,7 @@ latency='Benchmark(SotW|Delta)Watch(DuringPush|ToRequest)$'
 		return (k % 2) ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
 	}
 	END {
-		cols = "ns/op x-raw x-raw-cpu x-envelope x-envelope-cpu ns/resource cpu-ns/resource cpu-ns/op requests/op watch-ns/op watch-cpu-ns/op request-ns/op deliver-ns/op B/cluster p50-ns p99-ns push-busy delta-ns sotw-ns x-sotw-cpu x-sotw-bytes B/op allocs/op"
+		cols = "ns/op x-raw x-raw-cpu x-envelope x-envelope-cpu ns/resource cpu-ns/resource cpu-ns/op requests/op watch-ns/op watch-cpu-ns/op request-ns/op request-cpu-ns/op deliver-ns/op deliver-cpu-ns/op B/cluster p50-ns p99-ns push-busy delta-ns sotw-ns x-sotw-cpu x-sotw-bytes B/op allocs/op"
 		ncol = split(cols, col, " ")
 		header = "| benchmark |"; sep = "|---|"
 		for (c = 1; c <= ncol; c++) { header = header " " col[c] " |"; sep = sep "---:|" }

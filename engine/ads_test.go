@@ -47,6 +47,8 @@ func TestACKNACK(t *testing.T) {
 		{"every failing resource is named", []*anypb.Any{res(thing, "a", "invalid", "one"), res(thing, "b", "invalid", "two")},
 			"1", []string{`index 0, name "a": invalid: one`, `index 1, name "b": invalid: two`}},
 		{"resource of another type", []*anypb.Any{wrongType}, "1", []string{`resource index 0`, `google.protobuf.Duration`}},
+		{"resource of another type between two of the type", []*anypb.Any{res(thing, "a"), wrongType, res(thing, "b")},
+			"2", []string{`resource index 1`, `google.protobuf.Duration`}},
 		{"wrapper without resource", []*anypb.Any{emptyWrapper}, "1", []string{`resource index 0, name "w"`, `holds no resource`}},
 		{"undecodable bytes", []*anypb.Any{{TypeUrl: thing, Value: []byte{0xff}}}, "1", []string{`resource index 0`, `unmarshal`}},
 	}

@@ -36,14 +36,22 @@ func (s *stream) decode(typ registry.ResourceType, env envelope) (*Response, *ta
 	last := s.lastResponse(typ.TypeURL)
 	prev := last.byIndex
 	// A bare resource of the response's type, nearly every one, is taken
-	// as it is, without a call.
+	// as it is, without a call. Resources of one type URL share its slice
+	// (rawAny), so the type URL is compared with typ's once per slice, not
+	// once per resource.
 	bare := typ.TypeURL != resourceWrapperTypeURL
+	var checked []byte // the last type URL compared with typ's
+	isType := false    // whether it was typ's
 	for i := range env.resources {
 		if i%yieldEvery == yieldEvery-1 {
 			s.yieldIfLong()
 		}
 		c := &cands[i]
-		if res := &env.resources[i]; bare && string(res.typeURL) == typ.TypeURL {
+		res := &env.resources[i]
+		if !sameSlice(res.typeURL, checked) {
+			checked, isType = res.typeURL, string(res.typeURL) == typ.TypeURL
+		}
+		if bare && isType {
 			c.Raw = res.value
 		} else {
 			c.Wrapper, c.Raw, c.Err = unwrapResource(typ.TypeURL, res)

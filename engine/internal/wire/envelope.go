@@ -23,7 +23,10 @@ type envelope struct {
 	errors                  []*discoverypb.ResourceError
 }
 
-// rawAny is a google.protobuf.Any as two slices of the response.
+// rawAny is a google.protobuf.Any as two slices of the response. A
+// resource whose type URL has the same bytes as the one before it shares
+// that one's slice, so that a check of the type URL made for one holds,
+// without a comparison, for every resource after it (see decode).
 type rawAny struct {
 	typeURL, value []byte
 }
@@ -171,13 +174,17 @@ func lengthDelimited(b []byte) (v, rest []byte, ok bool) {
 
 // parseAny reads a google.protobuf.Any (type_url = 1, value = 2) into a,
 // which is zero. prev is the type URL of the response's resource before
-// it, already found valid UTF-8: one equal to it is not checked again.
+// it, already found valid UTF-8: one equal to it is not checked again,
+// and a takes prev's slice for it (rawAny).
 func parseAny(a *rawAny, b []byte, prev []byte) error {
 	// The shape every server sends: type_url, then value, once each.
 	if len(b) > 0 && b[0] == typeURLTag {
 		if t, rest, ok := lengthDelimited(b[1:]); ok && len(rest) > 0 && rest[0] == valueTag {
 			if v, rest, ok := lengthDelimited(rest[1:]); ok && len(rest) == 0 {
-				if !bytes.Equal(t, prev) && !utf8.Valid(t) {
+				switch {
+				case bytes.Equal(t, prev):
+					t = prev
+				case !utf8.Valid(t):
 					return errEnvelope
 				}
 				a.typeURL, a.value = t, v

@@ -97,3 +97,35 @@ func TestEnvelopeAliases(t *testing.T) {
 		t.Fatal("the resource's value is a copy")
 	}
 }
+
+// TestEnvelopeSharesTypeURL: a resource whose type URL repeats the one
+// before it shares that one's slice, which lets decode compare the type
+// once per run of equal type URLs; any other keeps its own.
+func TestEnvelopeSharesTypeURL(t *testing.T) {
+	const a, b = "type.googleapis.com/a", "type.googleapis.com/b"
+	types := []string{a, a, b, b, a}
+	resp := &discoverypb.DiscoveryResponse{}
+	for _, typeURL := range types {
+		resp.Resources = append(resp.Resources, &anypb.Any{TypeUrl: typeURL, Value: []byte("v")})
+	}
+	msg, err := proto.Marshal(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := parseEnvelope(msg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantShared := []bool{false, true, false, true, false} // with the one before
+	for i, r := range env.resources {
+		if string(r.typeURL) != types[i] {
+			t.Errorf("resource %d: type URL %q, want %q", i, r.typeURL, types[i])
+		}
+		if i == 0 {
+			continue
+		}
+		if shared := sameSlice(r.typeURL, env.resources[i-1].typeURL); shared != wantShared[i] {
+			t.Errorf("resource %d shares the type URL slice of the one before: %v, want %v", i, shared, wantShared[i])
+		}
+	}
+}

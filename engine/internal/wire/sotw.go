@@ -276,10 +276,12 @@ func (s *stream) builtLocked(typeURL string, names Names, list []string) {
 	s.host.SubscriptionBuiltLocked(typeURL, names, list)
 }
 
-// sameSlice reports whether a and b are the same slice: the host hands
-// back the very slice it gave before while its subscriptions have not
-// changed, so an ACK costs no comparison of every name.
-func sameSlice(a, b []string) bool {
+// sameSlice reports whether a and b are the same slice (the same array,
+// the same length), which makes a comparison of their elements needless:
+// the host hands back the very list it gave before while its
+// subscriptions have not changed, so an ACK compares no names, and the
+// resources of a response share one type URL slice (rawAny).
+func sameSlice[T any](a, b []T) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 

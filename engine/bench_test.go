@@ -197,6 +197,7 @@ func BenchmarkGRPCColdStart(b *testing.B) {
 	resp := clusterResponse(b, n, 0, 0)
 	raw := rawBaseline(b, resp)
 	srv := scriptedads.Start(b)
+	names := benchClusterNames(n, false) // as BenchmarkSotWColdStart's
 	requests := 0
 	var cpu time.Duration
 	cpuOK := true
@@ -208,8 +209,8 @@ func BenchmarkGRPCColdStart(b *testing.B) {
 		c := &counter{tb: b}
 		c.wg.Add(n)
 		w := c.watcher()
-		for j := 0; j < n; j++ {
-			e.Watch(cds.TypeURL, "cluster-"+strconv.Itoa(j), w)
+		for _, name := range names {
+			e.Watch(cds.TypeURL, name, w)
 		}
 		st := srv.WaitStream(b)
 		for names := 0; names != n; requests++ {

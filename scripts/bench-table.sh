@@ -2,25 +2,35 @@
 # Prints the engine's benchmark table (BENCHMARKS.md) as markdown: each
 # figure is the median of COUNT runs (default 5) of the same binary, and
 # every ratio is measured inside its own benchmark, against raw
-# proto.Unmarshal of the same bytes in the same run.
+# proto.Unmarshal of the same bytes in the same run. Below it, the
+# performance targets (issue 11) against those medians.
 #
 #   scripts/bench-table.sh            # all engine benchmarks
 #   COUNT=9 scripts/bench-table.sh    # more runs
+#   FROM=bench.txt scripts/bench-table.sh
+#                                     # the table of benchmark output
+#                                     # saved before (go test -bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count="${COUNT:-5}"
-bin="$(mktemp)"
-trap 'rm -f "$bin"' EXIT
-go test -c -o "$bin" ./engine
-echo "machine: $(go env GOOS)/$(go env GOARCH), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ //'), $(go version | cut -d' ' -f3)"
-echo "command: $0 (go test -bench 'BenchmarkSotW|BenchmarkDelta|BenchmarkEngineEDSResponse|BenchmarkGRPC' -benchmem, median of $count)"
-echo
 # The latency benchmarks report percentiles of their calls: they run
 # enough calls for a 99th percentile (of 20, it would be the slowest).
 latency='Benchmark(SotW|Delta)Watch(DuringPush|ToRequest)$'
+if [ -z "${FROM:-}" ]; then
+	bin="$(mktemp)"
+	trap 'rm -f "$bin"' EXIT
+	go test -c -o "$bin" ./engine
+	echo "machine: $(go env GOOS)/$(go env GOARCH), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ //'), $(go version | cut -d' ' -f3)"
+	echo "command: $0 (go test -bench 'BenchmarkSotW|BenchmarkDelta|BenchmarkEngineEDSResponse|BenchmarkGRPC' -benchmem, median of $count)"
+	echo
+fi
 {
-	"$bin" -test.run '^$' -test.bench 'BenchmarkSotW|BenchmarkDelta|BenchmarkEngineEDSResponse|BenchmarkGRPC' -test.skip "$latency" -test.benchmem -test.count "$count"
-	"$bin" -test.run '^$' -test.bench "$latency" -test.benchmem -test.count "$count" -test.benchtime 3000x
+	if [ -n "${FROM:-}" ]; then
+		cat "$FROM"
+	else
+		"$bin" -test.run '^$' -test.bench 'BenchmarkSotW|BenchmarkDelta|BenchmarkEngineEDSResponse|BenchmarkGRPC' -test.skip "$latency" -test.benchmem -test.count "$count"
+		"$bin" -test.run '^$' -test.bench "$latency" -test.benchmem -test.count "$count" -test.benchtime 3000x
+	fi
 } |
 	awk '
 	/^Benchmark/ {
@@ -56,4 +66,41 @@ latency='Benchmark(SotW|Delta)Watch(DuringPush|ToRequest)$'
 			}
 			print line
 		}
+		targets()
+	}
+	# m is the median of a metric of a benchmark, or "" if it did not run.
+	function m(name, unit) { return median(vals[name, unit]) }
+	function target(what, value, bound, met) {
+		if (value == "") { value = "not measured"; met = "" }
+		print "| " what " | " value " | " bound " | " met " |"
+	}
+	function yes(ok) { return ok ? "yes" : "no" }
+	# The targets of issue 11 (and the incremental xDS one of issue 12),
+	# from the medians above. A ratio between two benchmarks (the cold
+	# start against all/1k, 100k against 1k) is a ratio of their medians.
+	function targets(   v, w, c, r, cold, base) {
+		print ""
+		print "| target | measured | bound | met |"
+		print "|---|---|---|---|"
+		v = m("SotWClusters/all/1k", "x-raw-cpu"); w = m("SotWClusters/all/1k", "x-raw")
+		target("(a) all/1k, CPU and wall against raw", (v == "" ? "" : sprintf("%.2f ×, %.2f ×", v, w)), "1.6 ×, 1.0 ×", yes(v <= 1.6 && w <= 1.0))
+		v = m("SotWEDS/changed", "x-raw")
+		target("(b) SotWEDS/changed against raw", (v == "" ? "" : sprintf("%.2f ×", v)), "1.1 ×", yes(v <= 1.1))
+		v = m("SotWClusters/one/1k", "x-envelope-cpu")
+		target("(c) one/1k, CPU against the envelope", (v == "" ? "" : sprintf("%.2f ×", v)), "1.5 ×", yes(v <= 1.5))
+		cold = m("SotWColdStart", "cpu-ns/op"); base = m("SotWClusters/all/1k", "cpu-ns/resource"); r = m("SotWColdStart", "requests/op")
+		c = (cold == "" || base == "") ? "" : cold / (base * 1000)
+		target("cold start, CPU against that of all/1k", (c == "" ? "" : sprintf("%.2f ×, %.1f requests", c, r)), "1.3 ×", yes(c <= 1.3))
+		cold = m("GRPCColdStart", "cpu-ns/op"); base = m("GRPCClusters/all/1k", "cpu-ns/resource"); r = m("GRPCColdStart", "requests/op")
+		c = (cold == "" || base == "") ? "" : cold / (base * 1000)
+		target("cold start over gRPC, against that of GRPCClusters/all/1k", (c == "" ? "" : sprintf("%.2f ×, %.1f requests", c, r)), "1.3 ×", yes(c <= 1.3))
+		v = m("SotWClusters/all/100k", "cpu-ns/resource"); base = m("SotWClusters/all/1k", "cpu-ns/resource")
+		c = (v == "" || base == "") ? "" : 100 * (v / base - 1)
+		target("CPU per resource, 100k against 1k", (c == "" ? "" : sprintf("%+.1f %%", c)), "+15 %", yes(c <= 15))
+		v = m("SotWHeapPerCluster", "B/cluster")
+		target("heap per cached Cluster", (v == "" ? "" : sprintf("%.0f B", v)), "1,000 B", yes(v <= 1000))
+		v = m("SotWWatchDuringPush", "p99-ns")
+		target("Watch during a push, p99", (v == "" ? "" : sprintf("%.3f ms", v / 1e6)), "1 ms", yes(v <= 1e6))
+		v = m("DeltaOneChanged", "x-sotw-cpu"); w = m("DeltaOneChanged", "x-sotw-bytes")
+		target("incremental xDS, one of 10,000 changed: CPU and bytes against SotW", (v == "" ? "" : sprintf("%.3f ×, %.5f ×", v, w)), "0.05 ×", yes(v <= 0.05 && w <= 0.05))
 	}'

@@ -197,7 +197,7 @@ func BenchmarkGRPCColdStart(b *testing.B) {
 	resp := clusterResponse(b, n, 0, 0)
 	raw := rawBaseline(b, resp)
 	srv := scriptedads.Start(b)
-	names := benchClusterNames(n, false) // as BenchmarkSotWColdStart's
+	clusterNames := benchClusterNames(n, false) // as BenchmarkSotWColdStart's
 	requests := 0
 	var cpu time.Duration
 	cpuOK := true
@@ -209,7 +209,7 @@ func BenchmarkGRPCColdStart(b *testing.B) {
 		c := &counter{tb: b}
 		c.wg.Add(n)
 		w := c.watcher()
-		for _, name := range names {
+		for _, name := range clusterNames {
 			e.Watch(cds.TypeURL, name, w)
 		}
 		st := srv.WaitStream(b)

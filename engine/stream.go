@@ -115,7 +115,7 @@ func (c *channel) collectNamesLocked(typeURL string) []string {
 	for _, en := range gone {
 		c.e.removeEntryLocked(en)
 	}
-	slices.Sort(names)
+	wire.SortNames(names)
 	return names
 }
 
@@ -123,7 +123,7 @@ func (c *channel) collectNamesLocked(typeURL string) []string {
 // which left it: a sort of the touched names and a binary search of each
 // in the list, k log n for k names rather than a walk of all n.
 func (c *channel) changesLocked(typeURL string, sn *subscribedNames) wire.Names {
-	slices.Sort(sn.touched)
+	wire.SortNames(sn.touched)
 	touched := slices.Compact(sn.touched)
 	changes := wire.Names{Base: sn.names, Gen: c.namesGen}
 	var gone []*entry

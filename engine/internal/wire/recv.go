@@ -156,7 +156,7 @@ func (s *stream) applyLocked(nonce string, r *Response, t *tally, gate *Gate) bo
 		// response's gate (holds), so settling part by part is in time.
 		if st.unsettled > 0 {
 			for _, res := range part {
-				s.settleLocked(typeURL, res.Key)
+				st.settleLocked(res.Key)
 			}
 		}
 		s.host.ApplyResourcesLocked(r, part, gate)
@@ -175,10 +175,10 @@ func (s *stream) applyLocked(nonce string, r *Response, t *tally, gate *Gate) bo
 	}
 	st.applying = false
 	for _, re := range r.Errors {
-		s.settleLocked(typeURL, re.Key)
+		st.settleLocked(re.Key)
 	}
 	for _, key := range r.Removed {
-		s.settleLocked(typeURL, key)
+		st.settleLocked(key)
 	}
 	s.host.FinishLocked(r, gate)
 	if st.nack = t.nackDetail(); st.nack != nil {

@@ -280,11 +280,7 @@ func (s *stream) unholdLocked() {
 
 // settleLocked stops a name's timer: the resource, or an error for it,
 // arrived on this stream.
-func (s *stream) settleLocked(typeURL, name string) {
-	st := s.types[typeURL]
-	if st == nil {
-		return
-	}
+func (st *streamType) settleLocked(name string) {
 	if sub := st.subs[name]; sub != nil {
 		sub.stopLocked()
 		return

@@ -10,6 +10,9 @@
 #   FROM=bench.txt scripts/bench-table.sh
 #                                     # the table of benchmark output
 #                                     # saved before (go test -bench)
+#   SAVE=bench.txt scripts/bench-table.sh
+#                                     # also keep the runs' output, for
+#                                     # FROM later
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count="${COUNT:-5}"
@@ -32,6 +35,7 @@ fi
 		"$bin" -test.run '^$' -test.bench "$latency" -test.benchmem -test.count "$count" -test.benchtime 3000x
 	fi
 } |
+	tee "${SAVE:-/dev/null}" |
 	awk '
 	/^Benchmark/ {
 		name = $1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
@@ -62,6 +66,7 @@ fi
 				if (v == "") line = line " |"
 				else if (col[c] ~ /^x-/ && v < 0.1) line = line sprintf(" %.2g |", v)
 				else if (col[c] ~ /^x-|-busy$/) line = line sprintf(" %.2f |", v)
+				else if (col[c] == "requests/op") line = line sprintf(" %.1f |", v)
 				else line = line sprintf(" %.0f |", v)
 			}
 			print line

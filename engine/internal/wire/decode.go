@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc/codes"
@@ -153,7 +152,7 @@ func (s *stream) decodeAll(typ registry.ResourceType, cands []candidate, todo []
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lastYield := time.Now()
+			yields := startYieldClock()
 			for {
 				end := int(next.Add(parallelChunk))
 				start := end - parallelChunk
@@ -165,12 +164,8 @@ func (s *stream) decodeAll(typ registry.ResourceType, cands []candidate, todo []
 				}
 				// The workers fill every P: between chunks, let a
 				// runnable Watch call (or anything else) have one, rather
-				// than wait for the scheduler's 10 ms preemption; every
-				// yieldInterval, as the pipeline's workers do.
-				if now := time.Now(); now.Sub(lastYield) >= yieldInterval {
-					runtime.Gosched()
-					lastYield = now
-				}
+				// than wait for the scheduler's 10 ms preemption.
+				yields.yieldIfLong()
 			}
 		}()
 	}

@@ -4,7 +4,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 
@@ -99,7 +98,7 @@ func (s *stream) startPipeline(typ registry.ResourceType, r *Response, t *tally,
 
 func (p *pipeline) work() {
 	defer p.wg.Done()
-	lastYield := time.Now()
+	yields := startYieldClock()
 	for !p.stop.Load() {
 		k := int(p.taken.Add(1)) - 1
 		if k >= len(p.done) {
@@ -108,13 +107,8 @@ func (p *pipeline) work() {
 		p.decodeChunk(k)
 		// The workers and the receiving goroutine fill every P: between
 		// chunks, let a runnable Watch call (or anything else) have one,
-		// rather than wait for the scheduler's 10 ms preemption. As often
-		// as the receiving goroutine yields, not after every chunk: each
-		// yield is a trip through the scheduler.
-		if now := time.Now(); now.Sub(lastYield) >= yieldInterval {
-			runtime.Gosched()
-			lastYield = now
-		}
+		// rather than wait for the scheduler's 10 ms preemption.
+		yields.yieldIfLong()
 	}
 }
 

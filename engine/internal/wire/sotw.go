@@ -3,7 +3,6 @@ package wire
 import (
 	"context"
 	"slices"
-	"time"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
@@ -44,7 +43,7 @@ type stream struct {
 	// while the goroutine runs), and lastYield when it last gave up its
 	// processor (yieldToCallers).
 	scratch   *scratch
-	lastYield time.Time
+	lastYield yieldClock
 	// encNames is, per type, the encoding of the names of its last
 	// request (marshalRequest). Only the send loop touches it.
 	encNames map[string]encodedNames

@@ -8,7 +8,9 @@ import (
 
 // sortNamesMin is the length from which SortNames sorts packed keys
 // rather than the strings themselves: below it, the keys' making and the
-// final placing cost more than they save.
+// final placing cost more than they save. With the collector idle, 64
+// names sort in about the same time either way (2.0-2.1 µs), 32 faster
+// as strings and 128 faster as keys (3.3 against 4.7-5.1 µs).
 const sortNamesMin = 64
 
 // SortNames sorts names in increasing order, as slices.Sort does, at

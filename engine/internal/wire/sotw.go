@@ -41,7 +41,7 @@ type stream struct {
 	prev map[string]*lastResponse
 	// scratch is the receiving goroutine's working memory (idleScratch's
 	// while the goroutine runs), and lastYield when it last gave up its
-	// processor (yieldToCallers).
+	// processor (yieldIfLong).
 	scratch   *scratch
 	lastYield yieldClock
 	// encNames is, per type, the encoding of the names of its last

@@ -60,7 +60,7 @@ func (s *stream) recvLoop() {
 // a watcher, and a test moving a fake clock after its delivery, does not
 // wait for.
 func (s *stream) handle(b []byte, gate *Gate) bool {
-	s.lastYield = startYieldClock() // it waited in Recv
+	s.yields = startYieldClock() // it waited in Recv
 	var in incoming
 	if s.delta {
 		in = s.readDelta(b)
@@ -198,7 +198,7 @@ const yieldInterval = 100 * time.Microsecond
 // Watch call whose lock was just released) waits in the run queue of a
 // processor until its goroutine yields. Loops over a whole response call
 // it every yieldEvery resources.
-func (s *stream) yieldIfLong() { s.lastYield.yieldIfLong() }
+func (s *stream) yieldIfLong() { s.yields.yieldIfLong() }
 
 // yieldClock is when a goroutine that works through a response last gave
 // up its processor. Each yield is a trip through the scheduler, which

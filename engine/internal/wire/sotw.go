@@ -40,10 +40,10 @@ type stream struct {
 	// (remember). Only the receiving goroutine touches it.
 	prev map[string]*lastResponse
 	// scratch is the receiving goroutine's working memory (idleScratch's
-	// while the goroutine runs), and lastYield when it last gave up its
+	// while the goroutine runs), and yields when it last gave up its
 	// processor (yieldIfLong).
-	scratch   *scratch
-	lastYield yieldClock
+	scratch *scratch
+	yields  yieldClock
 	// encNames is, per type, the encoding of the names of its last
 	// request (marshalRequest). Only the send loop touches it.
 	encNames map[string]encodedNames

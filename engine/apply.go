@@ -53,14 +53,14 @@ func (c *channel) ApplyResourcesLocked(r *wire.Response, part []wire.Resource, g
 		// response most likely has it at this index.
 		res.Held = en
 		c.coverLocked(en)
-		if res.Err != nil {
-			nack := e.newError(KindNACK, codes.InvalidArgument, en, c, fmt.Errorf("invalid resource: %w", res.Err))
-			e.onDataErrorLocked(en, nack, features.ReasonNACK, r.Version, c, gate)
-			continue
-		}
 		version := r.Version
 		if res.Version != "" {
-			version = res.Version // incremental: the resource's own
+			version = res.Version // incremental: the resource's own, valid or not
+		}
+		if res.Err != nil {
+			nack := e.newError(KindNACK, codes.InvalidArgument, en, c, fmt.Errorf("invalid resource: %w", res.Err))
+			e.onDataErrorLocked(en, nack, features.ReasonNACK, version, c, gate)
+			continue
 		}
 		e.onValidLocked(en, res.Value, res.Raw, res.Hash, res.Wrapper, version, r.Received, c, gate)
 		if c.stillHoldsLocked(en, en.raw) {

@@ -88,12 +88,12 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 		server:     s,
 		key:        key,
 		features:   fs,
-		serverInfo: registry.ServerInfo{URI: s.URI, Features: fs},
 		delta:      s.Delta || fs.Has(features.NameDeltaXDS),
 		auths:      make(map[*authority]struct{}),
 		subscribed: make(map[string]*subscribedNames),
 		versions:   make(map[string]string),
 	}
+	c.serverInfo = registry.ServerInfo{URI: s.URI, Features: fs, Delta: c.delta}
 	var ignored []string
 	for _, n := range s.ServerFeatures {
 		if !fs.Has(n) {

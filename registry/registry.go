@@ -122,6 +122,9 @@ func (t ResourceType) ReadName(raw []byte) (name []byte, ok bool) {
 type ServerInfo struct {
 	URI      string
 	Features features.Set
+	// Delta says that the server speaks incremental xDS, whose features
+	// (such as glob collections, xRFC TP1) State of the World lacks.
+	Delta bool
 }
 
 // DecodeOptions is what a decoder and a validator learn besides the bytes.

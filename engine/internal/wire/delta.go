@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/registry"
@@ -62,16 +63,20 @@ func (s *stream) nextDeltaRequestLocked() (*discoverypb.DeltaDiscoveryRequest, s
 				req.ResourceNamesSubscribe = append(req.ResourceNamesSubscribe, n)
 			})
 		}
-		answer := st.nonce != st.lastNon
-		if !changed && !answer {
+		if !changed && len(st.answers) == 0 {
 			continue
 		}
-		if answer {
-			// Each response is answered once, by the first request after
-			// it: an ACK, or a NACK with the reasons.
-			req.ResponseNonce, req.ErrorDetail = st.nonce, st.nack
-			st.nack = nil
-			st.lastNon = st.nonce
+		if len(st.answers) > 0 {
+			// Each response is answered once, in order, by its own
+			// request: an ACK, or a NACK with the reasons. Unlike a SotW
+			// response, an incremental one is not superseded by the
+			// next, so a NACK must not be lost to a later ACK.
+			a := st.answers[0]
+			st.answers = st.answers[1:]
+			req.ResponseNonce, req.ErrorDetail = a.nonce, a.nack
+			if len(st.answers) > 0 {
+				s.markDirtyLocked(typeURL)
+			}
 		}
 		if !s.sentNode {
 			req.Node = s.cfg.Node
@@ -84,6 +89,13 @@ func (s *stream) nextDeltaRequestLocked() (*discoverypb.DeltaDiscoveryRequest, s
 		return req, typeURL
 	}
 	return nil, ""
+}
+
+// answer is how an incremental response is answered: its nonce, and the
+// NACK's error_detail or nil for an ACK.
+type answer struct {
+	nonce string
+	nack  *rpcstatus.Status
 }
 
 // nextDirtyLocked takes the first dirty type, in type URL order.
@@ -164,16 +176,16 @@ func deltaResource(typ registry.ResourceType, res *discoverypb.Resource) (name s
 	if name == "" {
 		name = res.GetResourceName().GetName()
 	}
-	inner := res.GetResource()
+	inner, version := res.GetResource(), res.GetVersion()
 	switch {
 	case res.GetTtl() != nil:
-		return name, nil, "", fmt.Errorf("resource TTL (%v) is not supported by this client", res.GetTtl().AsDuration())
+		return name, nil, version, fmt.Errorf("resource TTL (%v) is not supported by this client", res.GetTtl().AsDuration())
 	case inner == nil:
-		return name, nil, "", errors.New("Resource holds no resource")
+		return name, nil, version, errors.New("Resource holds no resource")
 	case inner.GetTypeUrl() != typ.TypeURL:
-		return name, nil, "", fmt.Errorf("resource type %s in a response of type %q", QuoteName(inner.GetTypeUrl()), typ.TypeURL)
+		return name, nil, version, fmt.Errorf("resource type %s in a response of type %q", QuoteName(inner.GetTypeUrl()), typ.TypeURL)
 	}
-	return name, inner.GetValue(), res.GetVersion(), nil
+	return name, inner.GetValue(), version, nil
 }
 
 // requestSummary logs a request, SotW or delta, by its counts.

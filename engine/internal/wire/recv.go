@@ -184,8 +184,19 @@ func (s *stream) applyLocked(nonce string, r *Response, t *tally, gate *Gate) bo
 	if st.nack = t.nackDetail(); st.nack != nil {
 		s.cfg.Log.Warn("xDS response NACKed", "server", s.cfg.Server.URI, "type", r.Type.ShortName(), "version", r.Version, "errors", st.nack.GetMessage())
 	}
+	s.queueAnswerLocked(st)
 	s.markDirtyLocked(typeURL)
 	return true
+}
+
+// queueAnswerLocked records, on an incremental stream, that the response
+// just handled (st.nonce, st.nack) is to be answered by a request of its
+// own.
+func (s *stream) queueAnswerLocked(st *streamType) {
+	if s.delta {
+		st.answers = append(st.answers, answer{nonce: st.nonce, nack: st.nack})
+		st.nack = nil
+	}
 }
 
 // yieldInterval is how long the receiving goroutine runs before it
@@ -359,6 +370,7 @@ func (s *stream) unreadableLocked(b []byte, perr error, gate *Gate) {
 	st.nonce = nonce
 	st.nack = nackStatus(u.Err.Error())
 	s.cfg.Log.Warn("xDS response NACKed", "server", s.cfg.Server.URI, "type", typ.ShortName(), "errors", st.nack.GetMessage())
+	s.queueAnswerLocked(st)
 	// The awaited resources may well have been in it: the timers stop, as
 	// on any response, and the watchers hear of the NACK instead.
 	for _, sub := range st.subs {

@@ -75,6 +75,9 @@ type streamType struct {
 	written bool
 	// applying: a response of this type is being applied in parts.
 	applying bool
+	// answers are the incremental responses applied and not yet
+	// answered, oldest first: each is answered on its own (delta.go).
+	answers []answer
 	// fresh are the subscriptions new in the request being written: their
 	// timers start when it is.
 	fresh []freshSub

@@ -55,7 +55,7 @@ type stream struct {
 	// cands and envelope are working memory, kept for the next response.
 	cands      []candidate
 	envelope   []rawAny
-	decodeOpts  registry.DecodeOptions
+	decodeOpts registry.DecodeOptions
 }
 
 // typeState is a stream's state for one resource type.

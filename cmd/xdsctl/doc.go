@@ -44,8 +44,9 @@
 // # resolve
 //
 // resolve follows the Listener's dependencies (route configuration,
-// clusters, endpoints, LEDS collections) and prints the resolved tree and
-// each cluster's resolution note. While the server cannot be reached
+// clusters, endpoints, LEDS collections) and prints the resolved tree,
+// then the resolution note of each cluster whose branch has ambient
+// errors, if any. While the server cannot be reached
 // (UNAVAILABLE) it keeps trying; --timeout (default 10s) bounds the wait.
 // On a failed resource or a timeout it names the resource that failed, or
 // those still awaited and the last error, and exits 1.

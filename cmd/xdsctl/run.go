@@ -88,7 +88,7 @@ Exit status:
   0  success; for watch, stopped by SIGINT or SIGTERM
   1  failure: unreadable bootstrap, unreachable server, a resource missing
      or invalid, a timeout
-  2  usage error
+  2  usage error, told in one line that names the problem and the help to read
 
 Run "xdsctl help COMMAND" for a command's flags and output.
 `

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -157,14 +156,11 @@ func usageLine(stderr io.Writer, who, problem, helpCmd string) int {
 	return exitUsage
 }
 
-// versionLine says which xdsctl this is: the module version it was built
-// from ("(devel)" in a work tree) and the Go version.
+// versionLine says which xdsctl this is: the version of the xdsengine
+// module it was built from, which holds xdsctl and the engine alike
+// ([engine.Version]), and the Go version.
 func versionLine() string {
-	version := "(devel)"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		version = bi.Main.Version
-	}
-	return fmt.Sprintf("xdsctl %s (xdsengine engine %s, %s %s/%s)", version, engine.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return fmt.Sprintf("xdsctl %s (%s %s/%s)", engine.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 // fail reports err for command c and returns the exit status it calls

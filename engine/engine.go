@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -19,8 +20,45 @@ import (
 	"github.com/xdsengine/xdsengine/registry"
 )
 
-// Version is the engine's version, sent as the node's user agent version.
-const Version = "0.1.0"
+// Version is the version of the xdsengine module the program was built
+// with, as Go's build information records it: its tag ("v0.2.0") or
+// pseudo-version when the program requires the module, the version Go
+// stamped when the module is the program's own (a command of this
+// repository), and "(devel)" when Go recorded none. It is sent as the
+// node's user agent version. It is read once, when the program starts.
+var Version = moduleVersion()
+
+// modulePath is the path of the module the engine belongs to.
+const modulePath = "github.com/xdsengine/xdsengine"
+
+func moduleVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)"
+	}
+	return versionIn(bi)
+}
+
+// versionIn finds the module's version in a program's build information:
+// the main module's when the module is the program's own, else its entry
+// among the dependencies, replacement included.
+func versionIn(bi *debug.BuildInfo) string {
+	m := &bi.Main
+	if m.Path != modulePath {
+		i := slices.IndexFunc(bi.Deps, func(d *debug.Module) bool { return d.Path == modulePath })
+		if i < 0 {
+			return "(devel)"
+		}
+		m = bi.Deps[i]
+	}
+	if m.Replace != nil {
+		m = m.Replace
+	}
+	if m.Version == "" {
+		return "(devel)"
+	}
+	return m.Version
+}
 
 // DefaultSlowWatcherThreshold is Config.SlowWatcherThreshold's default.
 const DefaultSlowWatcherThreshold = 30 * time.Second

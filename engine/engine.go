@@ -54,6 +54,11 @@ type Engine struct {
 	hashSeed   maphash.Seed
 	streamsRun sync.WaitGroup
 	metrics    *metrics
+
+	// certificateProviders tells decoders the bootstrap's certificate
+	// provider instances; nil when they are not checked.
+	certificateProviders func(name string) bool
+
 	// callers counts Watch and cancel calls waiting for the lock: a
 	// response applied in parts lets them in between parts.
 	callers atomic.Int32
@@ -177,6 +182,7 @@ func (e *Engine) applyDefaults() {
 		e.clock = realClock{}
 	}
 	e.log = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	e.certificateProviders = certificateProviders(cfg)
 	e.maxResponseBytes = cmp.Or(cfg.MaxResponseBytes, DefaultMaxResponseBytes)
 	switch e.slowWatcherThreshold = cfg.SlowWatcherThreshold; {
 	case e.slowWatcherThreshold == 0:

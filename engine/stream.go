@@ -193,6 +193,7 @@ func (c *channel) startStreamLocked() {
 		Callers:              &e.callers,
 		Types:                e.lookupType,
 		Switches:             e.switches,
+		CertificateProviders: e.certificateProviders,
 		Server:               c.serverInfo,
 		Node:                 e.node,
 		Clock:                e.clock,

@@ -96,7 +96,7 @@ func NewSotW(cfg Config) Stream {
 	return &stream{cfg: cfg, host: cfg.Host, ctx: ctx, cancel: cancel,
 		types: make(map[string]*streamType), dirty: make(map[string]bool), wake: make(chan struct{}, 1),
 		prev:       make(map[string]*lastResponse),
-		decodeOpts: registry.DecodeOptions{Server: cfg.Server, Switches: cfg.Switches, OwnsRaw: true}}
+		decodeOpts: registry.DecodeOptions{Server: cfg.Server, Switches: cfg.Switches, OwnsRaw: true, CertificateProviders: cfg.CertificateProviders}}
 }
 
 func (s *stream) Start() {

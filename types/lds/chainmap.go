@@ -74,8 +74,12 @@ func buildChainMap(chains []FilterChain, p *problems) chainMap {
 					if j, taken := s.ports[port]; taken {
 						if !reported[[2]int{j, i}] {
 							reported[[2]int{j, i}] = true
-							p.addf(fmt.Sprintf("filter_chains[%d].filter_chain_match", i),
-								"overlaps filter_chains[%d]%s: both match %s", j, quoteName(chains[j].Name), describeSlot(dp, c.Match.SourceType, sp, port))
+							field, slot := fmt.Sprintf("filter_chains[%d].filter_chain_match", i), describeSlot(dp, c.Match.SourceType, sp, port)
+							if j == i {
+								p.addf(field, "matches %s twice", slot)
+							} else {
+								p.addf(field, "overlaps filter_chains[%d]%s: both match %s", j, quoteName(chains[j].Name), slot)
+							}
 						}
 						continue
 					}

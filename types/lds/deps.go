@@ -88,3 +88,8 @@ func (l *Listener) Compose(lookup func(registry.Ref) (registry.Resource, bool)) 
 }
 
 var _ registry.Composer = (*Listener)(nil)
+
+// ShallowDependencies reports whether l is a server's Listener, whose
+// RouteConfigurations are all it needs: a gRPC server watches no clusters.
+// Package graph then follows no further (graph.Shallow).
+func (l *Listener) ShallowDependencies() bool { return l.Server != nil }

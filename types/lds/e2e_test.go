@@ -228,7 +228,6 @@ func TestCertificateProvidersChecked(t *testing.T) {
 	}
 }
 
-
 type graphEvent struct {
 	g   *graph.Graph
 	err error

@@ -121,4 +121,3 @@ func TestServerString(t *testing.T) {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 }
-

@@ -94,7 +94,7 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	l := g.Node(g.Root).Resource.(*lds.Listener)
 	if !l.IsServer() || l.Server.Addr() != listenAddr {
-		return fmt.Errorf("Listener %q is not a server's on %s: %v", name, listenAddr, l)
+		return fmt.Errorf("the Listener %q is not a server's on %s: %v", name, listenAddr, l)
 	}
 	printServer(out, l.Server)
 

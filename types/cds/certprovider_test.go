@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 control planes still send the deprecated provider fields, so tests build them
+
 package cds_test
 
 import (

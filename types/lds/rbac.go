@@ -200,6 +200,7 @@ func convertPermission(pm *rbacconfigv3.Permission, at string, p *problems) RBAC
 	case *rbacconfigv3.Permission_DestinationPort:
 		return RBACRule{Kind: RuleDestinationPort, Port: r.DestinationPort}
 	case *rbacconfigv3.Permission_Metadata:
+		//lint:ignore SA1019 gRFC A41 gives metadata a fixed meaning, so gRPC reads it
 		return RBACRule{Kind: RuleMetadata, Invert: r.Metadata.GetInvert()}
 	case *rbacconfigv3.Permission_RequestedServerName:
 		return RBACRule{Kind: RuleRequestedServerName, String: stringMatcher(r.RequestedServerName, at+".requested_server_name", p)}
@@ -246,6 +247,7 @@ func convertPrincipal(pr *rbacconfigv3.Principal, at string, p *problems) RBACRu
 	case *rbacconfigv3.Principal_UrlPath:
 		return RBACRule{Kind: RuleURLPath, String: pathMatcher(r.UrlPath.GetPath(), at+".url_path.path", p)}
 	case *rbacconfigv3.Principal_Metadata:
+		//lint:ignore SA1019 gRFC A41 gives metadata a fixed meaning, so gRPC reads it
 		return RBACRule{Kind: RuleMetadata, Invert: r.Metadata.GetInvert()}
 	case nil:
 		p.add(at, "no identifier set")

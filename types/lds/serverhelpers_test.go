@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 control planes still send the deprecated header matchers, so tests build them
+
 package lds_test
 
 import (

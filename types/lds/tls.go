@@ -143,6 +143,7 @@ func convertCommonTLS(common *tlsv3.CommonTlsContext, at string, out *Downstream
 	case *tlsv3.CommonTlsContext_ValidationContextCertificateProviderInstance:
 		// Deprecated; grpc-go honours it, C-core ignores it.
 		vcAt = at + ".validation_context_certificate_provider_instance"
+		//lint:ignore SA1019 grpc-go still honours the deprecated way to name the CA provider
 		legacyRoot = v.ValidationContextCertificateProviderInstance
 		out.rootField = vcAt + ".instance_name"
 	case *tlsv3.CommonTlsContext_ValidationContextSdsSecretConfig:

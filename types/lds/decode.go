@@ -12,8 +12,6 @@ import (
 // hcmField is the path of the HttpConnectionManager in an API listener.
 const hcmField = "api_listener.api_listener"
 
-var sprintf = fmt.Sprintf
-
 func decode(raw []byte, opts registry.DecodeOptions) (registry.DecodeResult, error) {
 	m := new(listenerv3.Listener)
 	if err := proto.Unmarshal(raw, m); err != nil {

@@ -189,7 +189,7 @@ func TestWatchServer(t *testing.T) {
 	mgmt.Set(xdstest.R(name, xdstest.Listener(name, "mesh-routes")))
 	u := next()
 	var ee *engine.Error
-	if u.l != nil || !errors.As(u.err, &ee) || ee.Kind != engine.KindUnknownType || status.Code(u.err) != codes.FailedPrecondition {
+	if u.l != nil || !errors.As(u.err, &ee) || ee.Kind != engine.KindUnknownType || status.Code(u.err) != codes.FailedPrecondition || ee.NodeID != xdstest.DefaultNodeID {
 		t.Fatalf("update for an API listener = %+v, want a FAILED_PRECONDITION KindUnknownType error", u)
 	}
 }

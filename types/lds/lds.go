@@ -2,6 +2,7 @@ package lds
 
 import (
 	"bytes"
+	"fmt"
 	"time"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -112,7 +113,7 @@ func (p *problems) add(field, rule string) {
 }
 
 func (p *problems) addf(field, format string, args ...any) {
-	p.add(field, sprintf(format, args...))
+	p.add(field, fmt.Sprintf(format, args...))
 }
 
 // reportTo adds every problem to errs, its field under prefix ("" for

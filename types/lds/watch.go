@@ -26,18 +26,23 @@ func Watch(src engine.Source, name string, w Watcher) (cancel func()) {
 // resource of the wrong Go type reaches a typed watcher. So every
 // Listener w receives has Server set.
 func WatchServer(src engine.Source, name string, w Watcher) (cancel func()) {
-	return Watch(src, name, serverOnly{name: name, w: w})
+	s := serverOnly{name: name, w: w}
+	// An engine's errors end with its node ID; this one should too.
+	if n, ok := src.(interface{ NodeID() string }); ok {
+		s.nodeID = n.NodeID()
+	}
+	return Watch(src, name, s)
 }
 
 type serverOnly struct {
-	name string
-	w    Watcher
+	name, nodeID string
+	w            Watcher
 }
 
 func (s serverOnly) OnResourceChanged(l *Listener, err error, done func()) {
 	if err == nil && l != nil && l.Server == nil {
 		l, err = nil, &engine.Error{
-			Kind: engine.KindUnknownType, Code: codes.FailedPrecondition, TypeURL: TypeURL, Name: s.name,
+			Kind: engine.KindUnknownType, Code: codes.FailedPrecondition, TypeURL: TypeURL, Name: s.name, NodeID: s.nodeID,
 			Err: fmt.Errorf("Listener %q is an API listener (it has api_listener), not a server's", s.name),
 		}
 	}

@@ -113,11 +113,21 @@ func convertServer(m *listenerv3.Listener) (*ServerListener, error) {
 		switch {
 		case len(s.FilterChains) == 0:
 			s.problems.add("default_filter_chain", "must be set if filter_chains is unset")
-		case s.chains.empty():
+		case s.chains.empty() && allMatchesValid(s.FilterChains):
+			// A chain whose match does not parse has errors of its own.
 			s.problems.add("default_filter_chain", "must be set: no filter chain can be matched (each sets destination_port, server_names, application_protocols or a transport_protocol other than raw_buffer)")
 		}
 	}
 	return s, nil
+}
+
+func allMatchesValid(chains []FilterChain) bool {
+	for i := range chains {
+		if !chains[i].matchValid {
+			return false
+		}
+	}
+	return true
 }
 
 // convertAddress applies C-core's rules for the address: a TCP socket

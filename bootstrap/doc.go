@@ -21,6 +21,10 @@
 // [registry.FieldError] values, the module's one field error, which the
 // parser puts under their JSON path.
 //
+// [Bootstrap.ListenerName] names a client's Listener for a target and
+// [Bootstrap.ServerListenerName] an xDS-enabled server's for its listening
+// address (gRFC A36).
+//
 // The package knows nothing of the engine: tools (xdsctl, a CSDS client,
 // a bootstrap generator's tests) use it alone.
 package bootstrap

@@ -108,6 +108,9 @@ type Engine struct {
 	oldStyle    *authority            // names that are not xdstp:// (A47)
 	authorities map[string]*authority // xdstp:// authorities of the bootstrap
 	channels    map[string]*channel   // by bootstrap.ServerConfig.key
+	// certificateProviders tells decoders the bootstrap's certificate
+	// provider instances; nil when they are not checked.
+	certificateProviders func(name string) bool
 	// shapeGen counts the changes to which entries exist and to which
 	// server each authority uses (channel.applyingShape).
 	shapeGen uint64
@@ -265,6 +268,7 @@ func (e *Engine) applyDefaults() {
 		e.clock = realClock{}
 	}
 	e.log = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	e.certificateProviders = certificateProviders(cfg)
 	e.maxResponseBytes = cmp.Or(cfg.MaxResponseBytes, DefaultMaxResponseBytes)
 	switch e.slowWatcherThreshold = cfg.SlowWatcherThreshold; {
 	case e.slowWatcherThreshold == 0:

@@ -108,6 +108,7 @@ func (c *channel) startStreamLocked() {
 		Memo:                 c.memo,
 		Switches:             e.switches,
 		Server:               c.serverInfo,
+		CertificateProviders: e.certificateProviders,
 		Node:                 e.node,
 		Clock:                e.clock,
 		SlowWatcherThreshold: e.slowWatcherThreshold,

@@ -146,6 +146,15 @@ type DecodeOptions struct {
 	// bytes (for Equal, or to give the proto back) does not copy them a
 	// second time. Other callers leave it false; see [DecodeOptions.KeepRaw].
 	OwnsRaw bool
+	// CertificateProviders, when set, reports whether the bootstrap
+	// defines the certificate provider instance called name (its
+	// "certificate_providers"). Types whose resources name instances
+	// (Cluster, Listener) then reject a resource naming one it does not
+	// know, as gRPC does (gRFC A29). An engine sets it from its bootstrap
+	// unless its Config turns the check off. Nil means names are not
+	// checked: a decoder called on its own, by a tool, has no bootstrap
+	// to check them against.
+	CertificateProviders func(name string) bool
 }
 
 // KeepRaw returns raw for a decoder to keep: raw itself when the caller

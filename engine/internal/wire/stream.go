@@ -124,7 +124,7 @@ func start(cfg Config, v variant) *stream {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &stream{cfg: cfg, host: cfg.Host, v: v, ctx: ctx, cancel: cancel,
 		dirty: make(map[string]bool), wake: make(chan struct{}, 1), types: make(map[string]*typeState),
-		decodeOpts: registry.DecodeOptions{Server: cfg.Server, Switches: cfg.Switches, OwnsRaw: true}}
+		decodeOpts: registry.DecodeOptions{Server: cfg.Server, Switches: cfg.Switches, CertificateProviders: cfg.CertificateProviders, OwnsRaw: true}}
 	cfg.Goroutines.Add(1)
 	go s.run()
 	return s

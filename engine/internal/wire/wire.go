@@ -204,6 +204,11 @@ type Config struct {
 	Memo     *Memo
 	Switches features.Switches
 	Server   registry.ServerInfo
+
+	// CertificateProviders goes to the decoders as
+	// registry.DecodeOptions.CertificateProviders.
+	CertificateProviders func(name string) bool
+
 	// Node goes in the first request of the stream.
 	Node  *corepb.Node
 	Clock Clock

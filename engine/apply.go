@@ -31,8 +31,9 @@ func (c *channel) applyLocked(p wire.Part) {
 	if p.First {
 		c.beginApplyLocked()
 	}
+	keys := c.e.keyLookup(r.TypeURL)
 	for i := range p.Resources {
-		c.applyResourceLocked(r, &p.Resources[i])
+		c.applyResourceLocked(r, &p.Resources[i], &keys)
 	}
 	if p.Last {
 		c.finishLocked(r)
@@ -42,9 +43,9 @@ func (c *channel) applyLocked(p wire.Part) {
 // applyResourceLocked applies one resource: a valid one updates the
 // cache, an invalid one is a data error. One sent again unchanged, the
 // bytes the entry holds, only takes the new version.
-func (c *channel) applyResourceLocked(r *wire.Response, res *wire.Resource) {
+func (c *channel) applyResourceLocked(r *wire.Response, res *wire.Resource, keys *keyLookup) {
 	e := c.e
-	_, en := e.lookupEntryLocked(r.TypeURL, res.Key)
+	_, en := keys.entry(res.Key)
 	if en == nil {
 		c.applyMemberLocked(r.TypeURL, res.Key, res.Value, res.Version, res.Err)
 		return

@@ -100,6 +100,9 @@ type Engine struct {
 	// (do); opsMu guards them alone, and is never held with mu wanted.
 	opsMu sync.Mutex
 	ops   []op
+	// spareOps is the array of the calls last applied, for the next ones:
+	// a burst of watches appends to it rather than to a new one.
+	spareOps []op
 
 	// mu guards everything below, and the authorities' and channels'
 	// state. It is held for short critical sections: a Watch or cancel,
@@ -170,9 +173,10 @@ func (e *Engine) runOpsLocked() {
 	for {
 		e.opsMu.Lock()
 		ops := e.ops
-		e.ops = nil
+		e.ops, e.spareOps = e.spareOps[:0], nil
 		e.opsMu.Unlock()
 		if len(ops) == 0 {
+			e.spareOps = ops
 			return
 		}
 		for _, o := range ops {
@@ -180,6 +184,8 @@ func (e *Engine) runOpsLocked() {
 				e.applyOpLocked(o)
 			}
 		}
+		clear(ops)
+		e.spareOps = ops[:0]
 	}
 }
 

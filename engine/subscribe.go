@@ -82,8 +82,9 @@ func (c *channel) subscriptionLocked(typeURL string) wire.Subscription {
 	}
 	if len(sub.Added) > 0 {
 		sub.Timeout = c.timerLocked().Timeout
+		keys := c.e.keyLookup(typeURL)
 		for _, name := range sub.Added {
-			if _, en := c.e.lookupEntryLocked(typeURL, name); en != nil && en.value == nil {
+			if _, en := keys.entry(name); en != nil && en.value == nil {
 				sub.Awaited = append(sub.Awaited, name)
 			}
 		}

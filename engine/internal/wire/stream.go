@@ -83,6 +83,11 @@ type typeState struct {
 	// timers start once it is, for timeout.
 	fresh   []freshSub
 	timeout time.Duration
+	// spare are subscriptions allocated together, handed out one by one
+	// (subscribe): a burst of 1,000 watches makes a few allocations for
+	// its subscriptions, not 1,000. A batch lives while one of its
+	// subscriptions does.
+	spare []subscription
 	// forget are names unsubscribed since the last response, which the
 	// receiving goroutine drops from the decode memo.
 	forget []string
@@ -290,6 +295,9 @@ func (s *stream) trackLocked(st *typeState, sub Subscription) {
 	}
 	st.fresh = st.fresh[:0]
 	st.timeout = sub.Timeout
+	if n := len(sub.Added); n > len(st.spare) {
+		st.spare = make([]subscription, n)
+	}
 	awaited := sub.Awaited
 	for _, name := range sub.Added {
 		wait := len(awaited) > 0 && awaited[0] == name

@@ -316,7 +316,7 @@ func (e *Engine) newError(kind Kind, code codes.Code, en *entry, c *channel, cau
 		err.Name = en.name
 	}
 	if c != nil {
-		err.ServerURI = c.server.URI
+		err.ServerURI, err.server = c.server.URI, &c.server
 	}
 	return err
 }

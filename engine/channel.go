@@ -95,10 +95,8 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 	// Unknown names must be ignored (gRFC A27), which makes a typo silent:
 	// say at DEBUG what each server's features came to.
 	e.log.Debug("xDS server features", "server", s.URI, "active", fs.Names(), "ignored", ignored)
-	c.transport, c.buildErr = e.cfg.Transport.Build(s, TransportOptions{MaxResponseBytes: e.maxResponseBytes})
-	if c.buildErr != nil {
-		e.log.Error("xDS transport", "server", s.URI, "error", c.buildErr)
-	}
+	st := e.acquireTransportLocked(key, s)
+	c.transport, c.buildErr = st.t, st.err
 	e.channels[key] = c
 	return c
 }
@@ -152,8 +150,7 @@ func (c *channel) endedLocked(err error, sawResponse bool) {
 	switch {
 	case errors.As(err, &tooLarge):
 		c.e.metrics.responseTooLarge(c)
-		c.onServerFailureLocked(&Error{Kind: KindResponseTooLarge, Code: codes.ResourceExhausted,
-			ServerURI: c.server.URI, NodeID: c.e.nodeID, Err: tooLarge})
+		c.onServerFailureLocked(c.e.newError(KindResponseTooLarge, codes.ResourceExhausted, nil, c, tooLarge))
 	case sawResponse:
 		c.retries = 0
 		c.e.log.Info("xDS stream closed after responses; reconnecting", "server", c.server.URI, "error", err)
@@ -162,8 +159,8 @@ func (c *channel) endedLocked(err error, sawResponse bool) {
 		}
 		return
 	default:
-		c.onServerFailureLocked(&Error{Kind: KindConnectivity, Code: codes.Unavailable, ServerURI: c.server.URI,
-			NodeID: c.e.nodeID, Err: fmt.Errorf("xDS stream failed with no responses received: %w", err)})
+		c.onServerFailureLocked(c.e.newError(KindConnectivity, codes.Unavailable, nil, c,
+			fmt.Errorf("xDS stream failed with no responses received: %w", err)))
 	}
 	if c.closed || len(c.subscribedTypesLocked()) == 0 {
 		return
@@ -286,21 +283,14 @@ func (c *channel) releaseLocked(a *authority) {
 	if c.e.channels[c.key] == c {
 		delete(c.e.channels, c.key)
 	}
-	if t := c.shutdownLocked(); t != nil {
-		// Closing a gRPC connection can take a moment; not under the lock.
-		c.e.streamsRun.Add(1)
-		go func() {
-			defer c.e.streamsRun.Done()
-			t.Close()
-		}()
-	}
+	c.shutdownLocked()
 }
 
-// shutdownLocked ends the stream and retries and returns the transport for
-// the caller to close.
-func (c *channel) shutdownLocked() Transport {
+// shutdownLocked ends the stream and retries, and gives the transport
+// back.
+func (c *channel) shutdownLocked() {
 	if c.closed {
-		return nil
+		return
 	}
 	c.closed = true
 	if c.stopRetry != nil {
@@ -308,7 +298,7 @@ func (c *channel) shutdownLocked() Transport {
 		c.stopRetry = nil
 	}
 	c.stopStreamLocked()
-	return c.transport
+	c.e.releaseTransportLocked(c.key)
 }
 
 // channelErrorFor is the connectivity error as one resource's watchers see it.

@@ -110,7 +110,8 @@ type Engine struct {
 	mu          sync.Mutex
 	oldStyle    *authority            // names that are not xdstp:// (A47)
 	authorities map[string]*authority // xdstp:// authorities of the bootstrap
-	channels    map[string]*channel   // by bootstrap.ServerConfig.key
+	channels    map[string]*channel   // by serverKey
+	transports  map[string]*sharedTransport
 	// certificateProviders tells decoders the bootstrap's certificate
 	// provider instances; nil when they are not checked.
 	certificateProviders func(name string) bool
@@ -200,6 +201,7 @@ func New(cfg Config) (*Engine, error) {
 		nodeID:      cfg.Bootstrap.Node.ID,
 		authorities: make(map[string]*authority),
 		channels:    make(map[string]*channel),
+		transports:  make(map[string]*sharedTransport),
 	}
 	e.applyDefaults()
 	e.types = make(map[string]*registry.ResourceType, cfg.Registry.Len())
@@ -354,11 +356,18 @@ func (e *Engine) Close() error {
 		e.unlock()
 		return nil
 	}
+	// Every transport closes here, those still lent to other services
+	// (load reporting) too: their users are to be done by now. The
+	// channels then have none to give back.
 	var transports []Transport
-	for _, c := range e.channels {
-		if t := c.shutdownLocked(); t != nil {
-			transports = append(transports, t)
+	for key, st := range e.transports {
+		if st.t != nil {
+			transports = append(transports, st.t)
 		}
+		delete(e.transports, key)
+	}
+	for _, c := range e.channels {
+		c.shutdownLocked()
 	}
 	e.channels = nil
 	e.unlock()

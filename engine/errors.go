@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/features"
 )
 
@@ -91,6 +92,8 @@ type Error struct {
 	TypeURL   string // resource type, if the error is about one resource
 	Name      string // resource name, likewise
 	ServerURI string // the xDS server involved, if any
+	// server is that server's bootstrap entry, for Update.Server.
+	server *bootstrap.ServerConfig
 	NodeID    string
 	Err       error // the cause
 }

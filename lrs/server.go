@@ -198,17 +198,17 @@ func (s *server) run() {
 	}()
 	clock := s.c.e.Clock()
 	var tr engine.Transport
-	defer func() {
-		if tr != nil {
-			tr.Close()
-		}
-	}()
+	release := func() {}
+	defer func() { release() }()
 	for retries := 0; ; {
 		var responded, done bool
 		var err error
 		if tr == nil {
 			// A failed build is retried like a failed stream.
-			tr, err = s.c.newTransport(s.cfg)
+			tr, release, err = s.c.transport(s.cfg)
+			if err != nil {
+				release = func() {}
+			}
 		}
 		if tr != nil {
 			responded, done, err = s.stream(tr)

@@ -12,6 +12,7 @@ import (
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // channel is the engine's connection to one xDS server, shared by every
@@ -24,7 +25,7 @@ type channel struct {
 	key        string
 	features   features.Set
 	serverInfo registry.ServerInfo
-	transport  Transport
+	transport  transport.Transport // shared (Engine.Transport)
 	buildErr   error
 	memo       *wire.Memo
 
@@ -146,7 +147,7 @@ func (c *channel) endedLocked(err error, sawResponse bool) {
 	if c.closed || c.e.closed.Load() {
 		return
 	}
-	var tooLarge *ResponseTooLargeError
+	var tooLarge *transport.ResponseTooLargeError
 	switch {
 	case errors.As(err, &tooLarge):
 		c.e.metrics.responseTooLarge(c)

@@ -18,6 +18,7 @@ import (
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/serial"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // Version is the version of the xdsengine module the program was built
@@ -210,7 +211,7 @@ func New(cfg Config) (*Engine, error) {
 			e.types[u] = &t
 		}
 	}
-	if err := checkServers(e.cfg.Transport, cfg.Bootstrap); err != nil {
+	if err := transport.CheckServers(e.cfg.Transport, cfg.Bootstrap); err != nil {
 		return nil, err
 	}
 	if e.switches.DisableDataErrorHandling {
@@ -277,7 +278,7 @@ func (e *Engine) applyDefaults() {
 	}
 	e.log = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	e.certificateProviders = certificateProviders(cfg)
-	e.maxResponseBytes = cmp.Or(cfg.MaxResponseBytes, DefaultMaxResponseBytes)
+	e.maxResponseBytes = cmp.Or(cfg.MaxResponseBytes, transport.DefaultMaxResponseBytes)
 	switch e.slowWatcherThreshold = cfg.SlowWatcherThreshold; {
 	case e.slowWatcherThreshold == 0:
 		e.slowWatcherThreshold = DefaultSlowWatcherThreshold
@@ -298,7 +299,7 @@ func (e *Engine) applyDefaults() {
 		e.fallback = DefaultFallbackPolicy()
 	}
 	if cfg.Transport == nil {
-		e.cfg.Transport = GRPCTransport()
+		e.cfg.Transport = transport.GRPC()
 	}
 }
 
@@ -359,7 +360,7 @@ func (e *Engine) Close() error {
 	// Every transport closes here, those still lent to other services
 	// (load reporting) too: their users are to be done by now. The
 	// channels then have none to give back.
-	var transports []Transport
+	var transports []transport.Transport
 	for key, st := range e.transports {
 		if st.t != nil {
 			transports = append(transports, st.t)

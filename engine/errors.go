@@ -94,8 +94,8 @@ type Error struct {
 	ServerURI string // the xDS server involved, if any
 	// server is that server's bootstrap entry, for Update.Server.
 	server *bootstrap.ServerConfig
-	NodeID    string
-	Err       error // the cause
+	NodeID string
+	Err    error // the cause
 }
 
 // Error formats as "<what>: <cause> (xDS server <uri>) (node ID: <id>)".

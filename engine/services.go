@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // What a client of another xDS service on the same servers needs from the
@@ -29,7 +30,7 @@ func (e *Engine) Node() *corepb.Node { return proto.Clone(e.node).(*corepb.Node)
 // ADS connection). release gives it back; the connection closes with its
 // last user, and with the engine. After Close, Transport fails with
 // codes.Unavailable.
-func (e *Engine) Transport(server bootstrap.ServerConfig) (t Transport, release func(), err error) {
+func (e *Engine) Transport(server bootstrap.ServerConfig) (t transport.Transport, release func(), err error) {
 	e.lock()
 	defer e.unlock()
 	if e.closed.Load() {
@@ -54,7 +55,7 @@ func (e *Engine) Transport(server bootstrap.ServerConfig) (t Transport, release 
 // sharedTransport is one server's transport and its users: the engine's
 // channel to the server and the clients of other services on it.
 type sharedTransport struct {
-	t    Transport
+	t    transport.Transport
 	err  error // why it could not be built
 	refs int
 }
@@ -65,7 +66,7 @@ func (e *Engine) acquireTransportLocked(key string, s bootstrap.ServerConfig) *s
 	st := e.transports[key]
 	if st == nil {
 		st = &sharedTransport{}
-		st.t, st.err = e.cfg.Transport.Build(s, TransportOptions{MaxResponseBytes: e.maxResponseBytes})
+		st.t, st.err = e.cfg.Transport.Build(s, transport.Options{MaxResponseBytes: e.maxResponseBytes})
 		if st.err != nil {
 			e.log.Error("xDS transport", "server", s.URI, "error", st.err)
 		}

@@ -42,11 +42,11 @@ type UpdateWatcher interface {
 
 // TypedUpdate is an [Update] whose resource is of Go type T.
 type TypedUpdate[T any] struct {
-	Resource  T
-	Err       error
-	Version   string
-	Server    bootstrap.ServerConfig
-	Received  time.Time
+	Resource T
+	Err      error
+	Version  string
+	Server   bootstrap.ServerConfig
+	Received time.Time
 }
 
 // TypedUpdateWatcher is the optional interface of a [TypedWatcher] that

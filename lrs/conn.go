@@ -7,7 +7,7 @@ import (
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // This file is the one place where load reporting meets the engine's
@@ -16,7 +16,7 @@ import (
 
 // transport returns the engine's transport to a server, shared with its
 // ADS stream, and the function that gives it back.
-func (c *Client) transport(srv bootstrap.ServerConfig) (engine.Transport, func(), error) {
+func (c *Client) transport(srv bootstrap.ServerConfig) (transport.Transport, func(), error) {
 	return c.e.Transport(srv)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/xdsengine/xdsengine/internal/testutil/tcpproxy"
 	"github.com/xdsengine/xdsengine/internal/testutil/testengine"
 	"github.com/xdsengine/xdsengine/lrs"
+	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/xdstest"
@@ -31,7 +32,7 @@ func TestReportToSelf(t *testing.T) {
 	mgmt.Set(xdstest.R("backend", c))
 	proxy := tcpproxy.Start(t, mgmt.Addr())
 	bs := &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(proxy.Addr())}, Node: bootstrap.Node{ID: "lrs-node"}}
-	e, err := engine.New(engine.Config{Bootstrap: bs, Registry: builtin.Registry(), Transport: engine.GRPCTransport(testengine.FastDial)})
+	e, err := engine.New(engine.Config{Bootstrap: bs, Registry: builtin.Registry(), Transport: transport.GRPC(testengine.FastDial)})
 	if err != nil {
 		t.Fatal(err)
 	}

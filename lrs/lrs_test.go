@@ -18,6 +18,7 @@ import (
 	"github.com/xdsengine/xdsengine/internal/testutil/fakeclock"
 	"github.com/xdsengine/xdsengine/internal/testutil/testengine"
 	"github.com/xdsengine/xdsengine/lrs"
+	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/types/builtin"
 )
 
@@ -177,7 +178,7 @@ func newEngine(t *testing.T, addr string) *engine.Engine {
 	e, err := engine.New(engine.Config{
 		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: "lrs-node"}},
 		Registry:  builtin.Registry(),
-		Transport: engine.GRPCTransport(testengine.FastDial),
+		Transport: transport.GRPC(testengine.FastDial),
 		Backoff:   func(int) time.Duration { return 10 * time.Millisecond },
 	})
 	if err != nil {
@@ -400,7 +401,7 @@ func TestIntervalOnEngineClock(t *testing.T) {
 	e, err := engine.New(engine.Config{
 		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: "lrs-node"}},
 		Registry:  builtin.Registry(),
-		Transport: engine.GRPCTransport(testengine.FastDial),
+		Transport: transport.GRPC(testengine.FastDial),
 		Clock:     clock,
 	})
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	lrspb "github.com/envoyproxy/go-control-plane/envoy/service/load_stats/v3"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // DefaultInterval is the reporting interval while the server's latest
@@ -197,7 +197,7 @@ func (s *server) run() {
 		}
 	}()
 	clock := s.c.e.Clock()
-	var tr engine.Transport
+	var tr transport.Transport
 	release := func() {}
 	defer func() { release() }()
 	for retries := 0; ; {

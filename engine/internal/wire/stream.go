@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // stream is the core both protocol variants share: it opens the stream,
@@ -46,8 +47,8 @@ type stream struct {
 	holds    holds
 
 	// Only the sending goroutine touches these:
-	raw      RawStream
-	buffers  buffersSender // raw, if it takes a message as buffers
+	raw      transport.Stream
+	buffers  transport.BuffersSender // raw, if it takes a message as buffers
 	encNames map[string]encodedNames
 
 	// Only the receiving goroutine touches these:
@@ -197,7 +198,7 @@ func (s *stream) run() {
 		return
 	}
 	s.raw = raw
-	s.buffers, _ = raw.(buffersSender)
+	s.buffers, _ = raw.(transport.BuffersSender)
 	s.cfg.Goroutines.Add(1)
 	go s.sendLoop()
 	s.recvLoop()

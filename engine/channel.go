@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
@@ -150,7 +151,7 @@ func (c *channel) endedLocked(err error, sawResponse bool) {
 	var tooLarge *transport.ResponseTooLargeError
 	switch {
 	case errors.As(err, &tooLarge):
-		c.e.metrics.responseTooLarge(c)
+		c.e.metrics.Add(metrics.TooLarge, 1, c.server.URI, "")
 		c.onServerFailureLocked(c.e.newError(KindResponseTooLarge, codes.ResourceExhausted, nil, c, tooLarge))
 	case sawResponse:
 		c.retries = 0
@@ -189,7 +190,7 @@ func (c *channel) onServerFailureLocked(cause *Error) {
 	c.status = cause
 	if wasHealthy {
 		c.e.log.Warn("xDS server unreachable", "server", c.server.URI, "error", cause.Err)
-		c.e.metrics.serverFailure(c)
+		c.e.metrics.Add(metrics.Failures, 1, c.server.URI, "")
 	}
 	for _, a := range c.authsSortedLocked() {
 		if a.active() != c {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -14,8 +13,10 @@ import (
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/internal/buildinfo"
 	"github.com/xdsengine/xdsengine/internal/serial"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/transport"
@@ -26,40 +27,8 @@ import (
 // pseudo-version when the program requires the module, the version Go
 // stamped when the module is the program's own (a command of this
 // repository), and "(devel)" when Go recorded none. It is sent as the
-// node's user agent version. It is read once, when the program starts.
-var Version = moduleVersion()
-
-// modulePath is the path of the module the engine belongs to.
-const modulePath = "github.com/xdsengine/xdsengine"
-
-func moduleVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(devel)"
-	}
-	return versionIn(bi)
-}
-
-// versionIn finds the module's version in a program's build information:
-// the main module's when the module is the program's own, else its entry
-// among the dependencies, replacement included.
-func versionIn(bi *debug.BuildInfo) string {
-	m := &bi.Main
-	if m.Path != modulePath {
-		i := slices.IndexFunc(bi.Deps, func(d *debug.Module) bool { return d.Path == modulePath })
-		if i < 0 {
-			return "(devel)"
-		}
-		m = bi.Deps[i]
-	}
-	if m.Replace != nil {
-		m = m.Replace
-	}
-	if m.Version == "" {
-		return "(devel)"
-	}
-	return m.Version
-}
+// node's user agent version.
+var Version = buildinfo.ModuleVersion()
 
 // DefaultSlowWatcherThreshold is Config.SlowWatcherThreshold's default.
 const DefaultSlowWatcherThreshold = 30 * time.Second
@@ -90,7 +59,7 @@ type Engine struct {
 	fallback   FallbackPolicy
 	ser        *serial.Serializer
 	streamsRun sync.WaitGroup
-	metrics    *metrics
+	metrics    *metrics.Recorder
 	// maxResponseBytes and slowWatcherThreshold are the Config's, with
 	// their defaults.
 	maxResponseBytes     int
@@ -229,7 +198,7 @@ func New(cfg Config) (*Engine, error) {
 		}
 		e.authorities[name] = e.newAuthority(name, servers, a.FallbackOnReachabilityOnly)
 	}
-	m, err := newMetrics(e, cfg.MeterProvider)
+	m, err := metrics.New(cfg.MeterProvider, cfg.Target, Version, e.gauges)
 	if err != nil {
 		return nil, fmt.Errorf("engine: metrics: %w", err)
 	}
@@ -380,6 +349,6 @@ func (e *Engine) Close() error {
 	}
 	e.streamsRun.Wait()
 	e.ser.Close()
-	e.metrics.close()
+	e.metrics.Close()
 	return errors.Join(errs...)
 }

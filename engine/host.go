@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/transport"
 )
@@ -80,8 +81,7 @@ func (h *streamHost) SlowWatchers(pending []wire.Pending, notifications int) {
 		"server", c.server.URI, "after", e.slowWatcherThreshold, "notifications", notifications,
 		"resources", len(pending), "first", strings.Join(named, ", "))
 	for u, n := range perType {
-		t, _ := e.reg.Lookup(u)
-		e.metrics.slowWatchers(c, t, n)
+		e.metrics.Add(metrics.Slow, n, c.server.URI, u)
 	}
 }
 

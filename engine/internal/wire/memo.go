@@ -92,24 +92,40 @@ func (tm *typeMemo) begin(n int, byIndex bool) {
 // last response, under the name its wrapper or its type's NameField
 // gives, or by the bytes' hash. A NameField that does not hold the name
 // finds nothing, or an entry whose bytes differ: it costs a decode and
-// nothing else.
-func (tm *typeMemo) lookup(m *Memo, typ *registry.ResourceType, c *candidate, i int) *memoEntry {
+// nothing else. When the entry at c's index is that of c's name, whose
+// bytes changed, c keeps it (c.memo, unmatched) for record: no lookup of
+// the name at all, as a SotW server sends its resources in one order.
+func (tm *typeMemo) lookup(m *Memo, typ *registry.ResourceType, c *candidate, i int) (hit bool) {
+	var at *memoEntry
 	if i < len(tm.byIndex) {
-		if e := tm.byIndex[i]; e.matches(c) {
-			return e
+		if at = tm.byIndex[i]; at.matches(c) {
+			c.memo = at
+			return true
 		}
 	}
+	var name []byte
 	switch {
 	case c.wrapper != "":
-		return tm.byKey[c.wrapper].orNil(c)
+		name = []byte(c.wrapper)
 	case typ.NameField != 0:
-		if name, ok := typ.ReadName(c.Raw); ok {
-			return tm.byKey[string(name)].orNil(c)
+		var ok bool
+		if name, ok = typ.ReadName(c.Raw); !ok {
+			return false
 		}
-		return nil
+	default:
+		c.hash = maphash.Bytes(m.seed, c.Raw)
+		c.memo = tm.byHash[c.hash].orNil(c)
+		return c.memo != nil
 	}
-	c.hash = maphash.Bytes(m.seed, c.Raw)
-	return tm.byHash[c.hash].orNil(c)
+	if at != nil && at.key == string(name) {
+		c.memo = at // its key's entry, with other bytes
+		return false
+	}
+	if e := tm.byKey[string(name)]; e.matches(c) {
+		c.memo = e
+		return true
+	}
+	return false
 }
 
 func (e *memoEntry) matches(c *candidate) bool {
@@ -132,17 +148,18 @@ func (tm *typeMemo) isNamed(key string) bool {
 // record notes that resource i of the response under way, checked, has
 // key: it is found under its key, and at its index by the next response.
 // A resource whose bytes changed takes over its key's entry. It reports
-// false, and records nothing, if the response named key already.
-func (tm *typeMemo) record(c *candidate, i int, key string) bool {
-	e := c.memo // a hit is its key's entry: a dropped entry is never hit
-	if e == nil {
+// false, and records nothing, if the response named key already. c.memo
+// is the entry of c's bytes (hit), or one lookup found for its name.
+func (tm *typeMemo) record(c *candidate, i int, key string, hit bool) bool {
+	e := c.memo // a dropped entry is never found: it is its key's
+	if e == nil || e.key != key {
 		e = tm.byKey[key]
 	}
 	if e != nil && e.seen == tm.gen {
 		return false
 	}
 	switch {
-	case c.memo != nil:
+	case hit:
 	case e != nil && c.Err != nil && e.value != nil:
 		// An invalid version does not displace the valid one, which the
 		// server may well send again.

@@ -9,11 +9,10 @@ import (
 // A large response is decoded while it is applied: its resources are
 // decoded in chunks by at most GOMAXPROCS-1 workers while the receiving
 // goroutine checks them, in order, and hands them to the host part by
-// part as they become ready, decoding chunks itself whenever it would
-// otherwise wait. The workers run at most decodeAhead chunks ahead of the
-// checks, so decoding paces itself to applying, and a response of
-// 100,000 resources does not keep every processor busy until it is all
-// decoded.
+// part as they become ready. The workers run at most decodeAhead chunks
+// ahead of the checks, so decoding paces itself to applying, and one
+// processor is always left to the rest of the program: a response of
+// 100,000 resources keeps no Watch and no other server waiting.
 //
 // Nothing about the order the host sees changes: resources are checked in
 // the order of the response (the first of two with one name counts),
@@ -92,23 +91,12 @@ func (p *pipeline) decodeChunk(k int) {
 	close(p.done[k])
 }
 
-// await returns once chunk k is decoded, decoding chunks nobody has taken
-// meanwhile.
-func (p *pipeline) await(k int) {
-	for {
-		select {
-		case <-p.done[k]:
-			return
-		default:
-		}
-		if j := int(p.taken.Add(1)) - 1; j < len(p.done) {
-			p.decodeChunk(j)
-			continue
-		}
-		<-p.done[k]
-		return
-	}
-}
+// await returns once chunk k is decoded. The receiving goroutine does not
+// decode chunks itself: it waits, and its processor is free meanwhile for
+// the rest of the program (another server's stream, the callbacks, a
+// Watch), which a response of 100,000 resources would otherwise keep
+// waiting for the scheduler's preemption.
+func (p *pipeline) await(k int) { <-p.done[k] }
 
 // readyUpTo waits for the next chunk and returns how many candidates,
 // from the first, are decoded: those up to the chunk's last.

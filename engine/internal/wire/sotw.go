@@ -16,7 +16,7 @@ import (
 type sotw struct{}
 
 func (sotw) read(s *stream, b []byte) (*decoding, error) {
-	env, err := parseEnvelope(b, s.envelope)
+	env, err := parseEnvelope(b, s.envelopeArray())
 	if err != nil {
 		// proto.Unmarshal says why, in the words NACKs have always used.
 		resp := &discoverypb.DiscoveryResponse{}

@@ -147,10 +147,12 @@ type Resource struct {
 
 	// What stage 1 learns of a resource before it is handed over (see
 	// candidate): the Resource wrapper's name or "", the name as sent
-	// ("" when it could not be learned), the memo's entry for its bytes,
-	// and their hash where the memo finds them by it.
+	// ("" when it could not be learned), the memo's entry of its name
+	// and, with known, of these very bytes, and their hash where the memo
+	// finds them by it.
 	wrapper, name string
 	memo          *memoEntry
+	known         bool
 	hash          uint64
 }
 

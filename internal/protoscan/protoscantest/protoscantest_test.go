@@ -152,7 +152,7 @@ func TestDifferentialCatchesFaults(t *testing.T) {
 		}
 	}
 	fast("").Test(t, addressMD, seedAddress(t))
-	inputs, _ := corpus(addressMD, [][]byte{seedAddress(t)})
+	inputs, _, _ := corpus(addressMD, [][]byte{seedAddress(t)})
 	for _, fault := range []string{"first wins", "no UTF-8 check", "any wire type", "oneof order"} {
 		d := fast(fault)
 		caught := 0

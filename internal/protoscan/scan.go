@@ -49,9 +49,9 @@ type Field struct {
 	// VarintType, Fixed32Type and Fixed64Type, the value's encoding; for
 	// StartGroupType, the group's fields and its end tag.
 	Value []byte
-	// varint is a VarintType field's value, decoded by Next as it finds
-	// the field's end.
-	varint uint64
+	// No more: a struct of at most 32 bytes is passed and returned in
+	// registers, a larger one through memory, which made Next half as
+	// slow again.
 }
 
 // Is reports whether f is field num of wire type typ: a known field sent
@@ -59,7 +59,21 @@ type Field struct {
 func (f Field) Is(num Number, typ Type) bool { return f.Num == num && f.Type == typ }
 
 // Varint returns the value of a VarintType field; 0 for another type.
-func (f Field) Varint() uint64 { return f.varint }
+func (f Field) Varint() uint64 {
+	if f.Type == VarintType && len(f.Value) == 1 {
+		return uint64(f.Value[0]) // inlined: most varints are one byte
+	}
+	return longVarint(f)
+}
+
+//go:noinline
+func longVarint(f Field) uint64 {
+	if f.Type != VarintType {
+		return 0
+	}
+	x, _ := protowire.ConsumeVarint(f.Value)
+	return x
+}
 
 // VarintAtMost returns the value of a VarintType field if it is at most
 // limit. A fast path calls it for a field whose value it would otherwise
@@ -78,7 +92,34 @@ func (f Field) Bool() bool { return f.Varint() != 0 }
 // length of its encoding (b[:n] is the whole field, b[n:] what follows).
 // It accepts exactly the fields proto.Unmarshal accepts at the top level
 // of a message, whatever their number; an error says why not.
-func Next(b []byte) (f Field, n int, err error) {
+func Next(b []byte) (Field, int, error) {
+	if f, n := short(b); n > 0 {
+		return f, n, nil
+	}
+	return nextLong(b)
+}
+
+// short reads the fields most messages are made of, without a call: a
+// tag of one byte, then a length of one byte and its value, or a varint
+// of one byte. For any other, n is 0: nextLong reads it.
+func short(b []byte) (Field, int) {
+	// b[0]-8 wraps around for the tags of field 0, which are refused.
+	if len(b) < 2 || b[0]-8 >= 0x80-8 || b[1] >= 0x80 {
+		return Field{}, 0
+	}
+	switch l := int(b[1]); b[0] & 7 {
+	case byte(VarintType):
+		return Field{Number(b[0] >> 3), VarintType, b[1:2]}, 2
+	case byte(BytesType):
+		if l <= len(b)-2 {
+			return Field{Number(b[0] >> 3), BytesType, b[2 : 2+l]}, 2 + l
+		}
+	}
+	return Field{}, 0
+}
+
+// nextLong is Next for any field.
+func nextLong(b []byte) (f Field, n int, err error) {
 	if len(b) == 0 {
 		return Field{}, 0, ErrTruncated
 	}
@@ -101,15 +142,11 @@ func Next(b []byte) (f Field, n int, err error) {
 		f.Value = v
 		return f, i + m, err
 	case VarintType:
-		if len(b) > 0 && b[0] < 0x80 {
-			f.Value, f.varint = b[:1], uint64(b[0])
-			return f, i + 1, nil
-		}
-		x, m := protowire.ConsumeVarint(b)
+		_, m := protowire.ConsumeVarint(b)
 		if m < 0 {
 			return Field{}, 0, varintError(m)
 		}
-		f.Value, f.varint = b[:m], x
+		f.Value = b[:m]
 		return f, i + m, nil
 	case Fixed32Type, Fixed64Type:
 		m := 4
@@ -200,25 +237,31 @@ func CutShortBytes(b []byte) (v, rest []byte, ok bool) {
 type Iter struct {
 	// Field is the current field, valid after Next reported true.
 	Field
-	rest, raw []byte
-	err       error
+	msg []byte
+	// The current field is msg[start:end]; what follows it, msg[end:].
+	start, end int
+	err        error
 }
 
 // Fields returns an Iter over the fields of the message b.
-func Fields(b []byte) Iter { return Iter{rest: b} }
+func Fields(b []byte) Iter { return Iter{msg: b} }
 
 // Next moves to the next field. It reports false at the end of the
 // message, or at a field that does not parse (Err).
 func (it *Iter) Next() bool {
-	if len(it.rest) == 0 || it.err != nil {
-		return false
+	rest := it.msg[it.end:]
+	f, n := short(rest)
+	if n == 0 {
+		if len(rest) == 0 {
+			return false
+		}
+		var err error
+		if f, n, err = nextLong(rest); err != nil {
+			it.err, it.end = err, len(it.msg) // no field after this one
+			return false
+		}
 	}
-	f, n, err := Next(it.rest)
-	if err != nil {
-		it.err = err
-		return false
-	}
-	it.Field, it.raw, it.rest = f, it.rest[:n], it.rest[n:]
+	it.Field, it.start, it.end = f, it.end, it.end+n
 	return true
 }
 
@@ -228,7 +271,7 @@ func (it *Iter) Err() error { return it.err }
 
 // Raw returns the encoding of the current field, tag included, for a
 // walker that passes the field on to proto.Unmarshal as it came.
-func (it *Iter) Raw() []byte { return it.raw }
+func (it *Iter) Raw() []byte { return it.msg[it.start:it.end] }
 
 // Rest returns the fields after the current one.
-func (it *Iter) Rest() []byte { return it.rest }
+func (it *Iter) Rest() []byte { return it.msg[it.end:] }

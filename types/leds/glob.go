@@ -51,15 +51,10 @@ func decodeEndpoint(raw []byte, opts registry.DecodeOptions) (registry.DecodeRes
 	}
 	var errs registry.FieldErrors
 	out := &LbEndpoint{Name: name, raw: opts.KeepRaw(raw)}
-	dec := lbendpoint.NewDecoder(&errs, 1)
-	if dec.DecodeBytes(raw, &out.Endpoint) {
-		return registry.DecodeResult{Name: name, Resource: out}, nil
-	}
-	var lb endpointpb.LbEndpoint
-	if err := proto.Unmarshal(raw, &lb); err != nil {
+	_, err := lbendpoint.NewDecoder(&errs, 1).DecodeRaw(raw, &out.Endpoint, func() string { return "LbEndpoint" })
+	if err != nil {
 		return registry.DecodeResult{Name: name}, fmt.Errorf("cannot unmarshal LbEndpoint: %w", err)
 	}
-	dec.Decode(&lb, &out.Endpoint, func() string { return "LbEndpoint" })
 	if err := errs.Err(); err != nil {
 		return registry.DecodeResult{Name: name}, err
 	}

@@ -26,11 +26,13 @@ type Bootstrap struct {
 	// without an authority into a Listener name (gRFC A47); "%s" is
 	// replaced by the target. Empty means the target itself.
 	ClientDefaultListenerResourceNameTemplate string
-	// ServerListenerResourceNameTemplate is kept for gRPC servers; this
-	// engine does not use it.
+	// ServerListenerResourceNameTemplate names the Listener of a gRPC
+	// server (gRFC A36); "%s" is replaced by the listening address. It
+	// has no default. [Bootstrap.ServerListenerName] applies it.
 	ServerListenerResourceNameTemplate string
-	// CertificateProviders is "certificate_providers", kept as parsed and
-	// not used by the engine.
+	// CertificateProviders is "certificate_providers" (gRFC A29), kept as
+	// parsed. An engine checks the instance names Clusters and Listeners
+	// refer to against its keys.
 	CertificateProviders map[string]CertificateProvider
 }
 

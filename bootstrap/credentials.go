@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"google.golang.org/grpc/credentials"
+
+	"github.com/xdsengine/xdsengine/registry"
 )
 
 // ChannelCredsType is one "channel_creds" type: how its config is checked
@@ -26,22 +28,27 @@ type ChannelCredsType struct {
 	Insecure bool
 	// Validate checks a config without touching the file system. Nil
 	// accepts any config.
-	Validate func(config json.RawMessage) []*FieldError
+	Validate func(config json.RawMessage) []*registry.FieldError
 	// Check opens what a valid config names (certificate files, ...). Nil
 	// means there is nothing to open.
-	Check func(config json.RawMessage) []*FieldError
+	Check func(config json.RawMessage) []*registry.FieldError
 	// Build makes the credentials from a valid config. Required.
-	Build func(config json.RawMessage) (ChannelCredentials, error)
+	Build func(config json.RawMessage) (BuiltCreds, error)
 }
 
-// ChannelCredentials are built channel credentials.
-type ChannelCredentials struct {
+// BuiltCreds are credentials built from the "channel_creds" and
+// "call_creds" of a server entry: what a connection to the server uses. A
+// [ChannelCredsType] builds them from its config, [Credentials.Build] for
+// a whole server entry.
+type BuiltCreds struct {
 	Transport credentials.TransportCredentials
-	// PerRPC are per-call credentials that come with the type (the OAuth
-	// token of google_default), or nil.
-	PerRPC credentials.PerRPCCredentials
-	// Close stops whatever the credentials started (a file watcher), or
-	// is nil.
+	// PerRPC are per-call credentials: those that come with the channel
+	// type (the OAuth token of google_default), then, from
+	// Credentials.Build, those of every known "call_creds" entry, in order.
+	PerRPC []credentials.PerRPCCredentials
+	// Close stops whatever the credentials started (a file watcher); call
+	// it when the connection is closed. A type's Build may leave it nil;
+	// Credentials.Build never does.
 	Close func()
 }
 
@@ -49,43 +56,16 @@ type ChannelCredentials struct {
 // steps as [ChannelCredsType].
 type CallCredsType struct {
 	Name     string
-	Validate func(config json.RawMessage) []*FieldError
-	Check    func(config json.RawMessage) []*FieldError
+	Validate func(config json.RawMessage) []*registry.FieldError
+	Check    func(config json.RawMessage) []*registry.FieldError
 	// Build is required.
 	Build func(config json.RawMessage) (credentials.PerRPCCredentials, error)
 }
 
-// FieldError is a problem with one field of a credentials config. Field
-// is its path inside the "config" object ("ca_certificate_file"), empty for
-// the object as a whole.
-type FieldError struct {
-	Field string
-	Err   error
-}
-
-// FieldErrorf returns a FieldError with a formatted cause.
-func FieldErrorf(field, format string, args ...any) *FieldError {
-	return &FieldError{Field: field, Err: fmt.Errorf(format, args...)}
-}
-
-// Error returns "field: problem", or the problem alone when no field is
-// named.
-func (e *FieldError) Error() string {
-	if e.Field == "" {
-		return e.Err.Error()
-	}
-	return e.Field + ": " + e.Err.Error()
-}
-
-// Unwrap returns the cause.
-func (e *FieldError) Unwrap() error { return e.Err }
-
-// at renders the problem under path, the JSON path of the config object.
-func (e *FieldError) at(path string) error {
-	if e.Field != "" {
-		path += "." + e.Field
-	}
-	return fmt.Errorf("%s: %w", path, e.Err)
+// fieldErrorf returns the problem of a config field, found through the
+// error the format makes (which may wrap another with %w).
+func fieldErrorf(field, format string, args ...any) *registry.FieldError {
+	return &registry.FieldError{Field: field, Err: fmt.Errorf(format, args...)}
 }
 
 // Credentials is a set of credential types, by name: which "channel_creds"
@@ -251,8 +231,8 @@ func (c Credentials) problems(s ServerConfig, files bool) []error {
 	return errs
 }
 
-func appendConfigErrors(errs []error, path string, validate, check func(json.RawMessage) []*FieldError, config json.RawMessage, files bool) []error {
-	var fe []*FieldError
+func appendConfigErrors(errs []error, path string, validate, check func(json.RawMessage) []*registry.FieldError, config json.RawMessage, files bool) []error {
+	var fe []*registry.FieldError
 	if validate != nil {
 		fe = validate(config)
 	}
@@ -262,44 +242,30 @@ func appendConfigErrors(errs []error, path string, validate, check func(json.Raw
 	return appendFieldErrors(errs, path, fe)
 }
 
-func appendFieldErrors(errs []error, path string, fe []*FieldError) []error {
+func appendFieldErrors(errs []error, path string, fe []*registry.FieldError) []error {
 	for _, e := range fe {
-		errs = append(errs, e.at(path))
+		errs = append(errs, registry.FieldWithin(path, e))
 	}
 	return errs
-}
-
-// ServerCredentials are what a server entry's credentials come to.
-type ServerCredentials struct {
-	Transport credentials.TransportCredentials
-	// PerRPC are the channel type's own per-call credentials, if any,
-	// then those of every known "call_creds" entry, in order.
-	PerRPC []credentials.PerRPCCredentials
-	// Close stops whatever the credentials started; call it when the
-	// connection is closed. Never nil.
-	Close func()
 }
 
 // Build makes the credentials of a connection to s. Call credentials go
 // on only when the channel credentials are secure: gRPC's own dial refuses
 // the combination, and Check names the offending entry.
-func (c Credentials) Build(s ServerConfig) (ServerCredentials, error) {
+func (c Credentials) Build(s ServerConfig) (BuiltCreds, error) {
 	c = c.orDefault()
 	if errs := c.problems(s, false); len(errs) > 0 {
-		return ServerCredentials{}, errors.Join(errs...)
+		return BuiltCreds{}, errors.Join(errs...)
 	}
 	i, _ := c.selectChannel(s.ChannelCreds)
 	sel := s.ChannelCreds[i]
 	ch, err := c.channel[sel.Type].Build(sel.Config)
 	if err != nil {
-		return ServerCredentials{}, fmt.Errorf("channel_creds[%d]: %w", i, err)
+		return BuiltCreds{}, fmt.Errorf("channel_creds[%d]: %w", i, err)
 	}
-	out := ServerCredentials{Transport: ch.Transport, Close: func() {}}
+	out := BuiltCreds{Transport: ch.Transport, PerRPC: slices.Clone(ch.PerRPC), Close: func() {}}
 	if ch.Close != nil {
 		out.Close = ch.Close
-	}
-	if ch.PerRPC != nil {
-		out.PerRPC = append(out.PerRPC, ch.PerRPC)
 	}
 	for j, cc := range s.CallCreds {
 		kt, ok := c.call[cc.Type]
@@ -309,43 +275,43 @@ func (c Credentials) Build(s ServerConfig) (ServerCredentials, error) {
 		pc, err := kt.Build(cc.Config)
 		if err != nil {
 			out.Close()
-			return ServerCredentials{}, fmt.Errorf("call_creds[%d]: %w", j, err)
+			return BuiltCreds{}, fmt.Errorf("call_creds[%d]: %w", j, err)
 		}
 		out.PerRPC = append(out.PerRPC, pc)
 	}
 	return out, nil
 }
 
-// ConfigFields decodes a credentials config object into its fields, for a
+// configFields decodes a credentials config object into its fields, for a
 // type's Validate; an absent config is empty.
-func ConfigFields(config json.RawMessage) (map[string]json.RawMessage, []*FieldError) {
+func configFields(config json.RawMessage) (map[string]json.RawMessage, []*registry.FieldError) {
 	if len(config) == 0 || jsonKind(config) == "null" {
 		return nil, nil
 	}
 	if k := jsonKind(config); k != "object" {
-		return nil, []*FieldError{FieldErrorf("", "want object, got %s", k)}
+		return nil, []*registry.FieldError{fieldErrorf("", "want object, got %s", k)}
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(config, &m); err != nil {
-		return nil, []*FieldError{{Err: err}}
+		return nil, []*registry.FieldError{{Err: err}}
 	}
 	return m, nil
 }
 
-// StringField reads an optional string field of a config, adding a
-// FieldError to errs if it is not a string.
-func StringField(fields map[string]json.RawMessage, name string, errs *[]*FieldError) string {
+// stringField reads an optional string field of a config, adding a
+// field error to errs if it is not a string.
+func stringField(fields map[string]json.RawMessage, name string, errs *[]*registry.FieldError) string {
 	v, ok := jsonField(fields, name)
 	if !ok {
 		return ""
 	}
 	if k := jsonKind(v); k != "string" {
-		*errs = append(*errs, FieldErrorf(name, "want string, got %s", k))
+		*errs = append(*errs, fieldErrorf(name, "want string, got %s", k))
 		return ""
 	}
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
-		*errs = append(*errs, &FieldError{Field: name, Err: err})
+		*errs = append(*errs, &registry.FieldError{Field: name, Err: err})
 	}
 	return s
 }

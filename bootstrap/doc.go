@@ -17,6 +17,14 @@
 //	bootstrap: xds_servers[0].server_uri: must be a non-empty string
 //	bootstrap: node.locality.zone: want string, got number
 //
+// A credential type reports the problems of its config as
+// [registry.FieldError] values, the module's one field error, which the
+// parser puts under their JSON path.
+//
+// [Bootstrap.ListenerName] names a client's Listener for a target and
+// [Bootstrap.ServerListenerName] an xDS-enabled server's for its listening
+// address (gRFC A36).
+//
 // The package knows nothing of the engine: tools (xdsctl, a CSDS client,
 // a bootstrap generator's tests) use it alone.
 package bootstrap

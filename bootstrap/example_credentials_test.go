@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/registry"
 )
 
 // apiKey sends a fixed API key with every call.
@@ -26,15 +27,21 @@ func (apiKey) RequireTransportSecurity() bool { return false }
 func ExampleCredentials_WithCallCreds() {
 	creds := bootstrap.DefaultCredentials().WithCallCreds(bootstrap.CallCredsType{
 		Name: "api_key",
-		Validate: func(config json.RawMessage) []*bootstrap.FieldError {
-			fields, errs := bootstrap.ConfigFields(config)
-			if errs != nil {
-				return errs
+		// Validate names each problem by its field inside "config", as
+		// the built-in types do.
+		Validate: func(config json.RawMessage) []*registry.FieldError {
+			var c struct {
+				Key string `json:"key"`
 			}
-			if bootstrap.StringField(fields, "key", &errs) == "" && errs == nil {
-				errs = append(errs, bootstrap.FieldErrorf("key", "is required"))
+			if len(config) > 0 {
+				if err := json.Unmarshal(config, &c); err != nil {
+					return []*registry.FieldError{{Rule: "want an object with a string \"key\"", Err: err}}
+				}
 			}
-			return errs
+			if c.Key == "" {
+				return []*registry.FieldError{{Field: "key", Rule: "is required"}}
+			}
+			return nil
 		},
 		Build: func(config json.RawMessage) (credentials.PerRPCCredentials, error) {
 			var c struct{ Key string }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/xdsengine/xdsengine/registry"
 )
 
 // Parser parses bootstraps with a set of credential types. The zero value
@@ -259,9 +261,9 @@ func (p *parser) credsEntry(path string, raw json.RawMessage) (typ string, confi
 }
 
 // credsConfig records the problems a credentials type found in a config.
-func (p *parser) credsConfig(path string, errs []*FieldError) {
+func (p *parser) credsConfig(path string, errs []*registry.FieldError) {
 	for _, e := range errs {
-		p.errs = append(p.errs, fmt.Errorf("bootstrap: %w", e.at(path)))
+		p.errs = append(p.errs, fmt.Errorf("bootstrap: %w", registry.FieldWithin(path, e)))
 	}
 }
 

@@ -20,12 +20,14 @@ import (
 	"google.golang.org/grpc/credentials/tls/certprovider/pemfile"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xdsengine/xdsengine/registry"
 )
 
 // tlsType is the "tls" channel credentials (gRFC A65).
 var tlsType = ChannelCredsType{
 	Name:     "tls",
-	Validate: func(c json.RawMessage) []*FieldError { _, errs := parseTLSFiles(c, false); return errs },
+	Validate: func(c json.RawMessage) []*registry.FieldError { _, errs := parseTLSFiles(c, false); return errs },
 	Check:    checkTLSFiles,
 	Build:    buildTLS,
 }
@@ -49,16 +51,16 @@ const tlsDefaultRefresh = 10 * time.Minute
 // means TLS with the system's roots. Unknown fields are ignored, and so is
 // spiffe_trust_bundle_map_file, which grpc-go reads only behind an
 // experimental switch.
-func parseTLSFiles(config json.RawMessage, fileWatcher bool) (tlsFiles, []*FieldError) {
-	m, errs := ConfigFields(config)
+func parseTLSFiles(config json.RawMessage, fileWatcher bool) (tlsFiles, []*registry.FieldError) {
+	m, errs := configFields(config)
 	if errs != nil {
 		return tlsFiles{}, errs
 	}
 	before := len(errs)
 	f := tlsFiles{
-		cert:    StringField(m, "certificate_file", &errs),
-		key:     StringField(m, "private_key_file", &errs),
-		ca:      StringField(m, "ca_certificate_file", &errs),
+		cert:    stringField(m, "certificate_file", &errs),
+		key:     stringField(m, "private_key_file", &errs),
+		ca:      stringField(m, "ca_certificate_file", &errs),
 		refresh: tlsDefaultRefresh,
 	}
 	filesOK := len(errs) == before
@@ -67,11 +69,11 @@ func parseTLSFiles(config json.RawMessage, fileWatcher bool) (tlsFiles, []*Field
 		// repeated here.
 		var d durationpb.Duration
 		if err := protojson.Unmarshal(v, &d); err != nil {
-			errs = append(errs, FieldErrorf("refresh_interval", "want a protobuf JSON Duration string such as \"600s\", got %s", v))
+			errs = append(errs, fieldErrorf("refresh_interval", "want a protobuf JSON Duration string such as \"600s\", got %s", v))
 		} else if f.refresh = d.AsDuration(); f.refresh < 0 {
 			// grpc-go would start its file watcher with a negative ticker
 			// and panic.
-			errs = append(errs, FieldErrorf("refresh_interval", "must not be negative, got %s", v))
+			errs = append(errs, fieldErrorf("refresh_interval", "must not be negative, got %s", v))
 		}
 	}
 	if !filesOK {
@@ -79,16 +81,16 @@ func parseTLSFiles(config json.RawMessage, fileWatcher bool) (tlsFiles, []*Field
 	}
 	switch {
 	case f.cert != "" && f.key == "":
-		errs = append(errs, FieldErrorf("private_key_file", "is required with certificate_file"))
+		errs = append(errs, fieldErrorf("private_key_file", "is required with certificate_file"))
 	case f.key != "" && f.cert == "":
-		errs = append(errs, FieldErrorf("certificate_file", "is required with private_key_file"))
+		errs = append(errs, fieldErrorf("certificate_file", "is required with private_key_file"))
 	case f.cert != "" && filepath.Dir(f.cert) != filepath.Dir(f.key):
 		// gRPC C-core cannot tell a certificate from a key that does not
 		// match it, so it reads both from one directory atomically; the
 		// other languages keep the rule so that one file serves all.
-		errs = append(errs, FieldErrorf("private_key_file", "must be in the directory of certificate_file (%s), got %s", filepath.Dir(f.cert), f.key))
+		errs = append(errs, fieldErrorf("private_key_file", "must be in the directory of certificate_file (%s), got %s", filepath.Dir(f.cert), f.key))
 	case fileWatcher && f.cert == "" && f.ca == "":
-		errs = append(errs, FieldErrorf("", "needs certificate_file and private_key_file, or ca_certificate_file, or all three"))
+		errs = append(errs, fieldErrorf("", "needs certificate_file and private_key_file, or ca_certificate_file, or all three"))
 	}
 	if errs != nil {
 		return tlsFiles{}, errs
@@ -99,16 +101,16 @@ func parseTLSFiles(config json.RawMessage, fileWatcher bool) (tlsFiles, []*Field
 // checkTLSFiles reads the files as the file watcher will, so that a
 // missing or malformed one fails when an engine is built instead of at
 // every connection.
-func checkTLSFiles(config json.RawMessage) []*FieldError {
+func checkTLSFiles(config json.RawMessage) []*registry.FieldError {
 	f, errs := parseTLSFiles(config, false)
 	if errs != nil {
 		return errs
 	}
 	if f.ca != "" {
 		if data, err := os.ReadFile(f.ca); err != nil {
-			errs = append(errs, &FieldError{Field: "ca_certificate_file", Err: err})
+			errs = append(errs, &registry.FieldError{Field: "ca_certificate_file", Err: err})
 		} else if !x509.NewCertPool().AppendCertsFromPEM(data) {
-			errs = append(errs, FieldErrorf("ca_certificate_file", "%s: no PEM certificate", f.ca))
+			errs = append(errs, fieldErrorf("ca_certificate_file", "%s: no PEM certificate", f.ca))
 		}
 	}
 	if f.cert == "" {
@@ -118,7 +120,7 @@ func checkTLSFiles(config json.RawMessage) []*FieldError {
 	key, keyOK := readPEMFile(f.key, "private_key_file", "private key", func(t string) bool { return strings.HasSuffix(t, "PRIVATE KEY") }, &errs)
 	if certOK && keyOK {
 		if _, err := tls.X509KeyPair(cert, key); err != nil {
-			errs = append(errs, FieldErrorf("private_key_file", "%s with certificate_file %s: %w", f.key, f.cert, err))
+			errs = append(errs, fieldErrorf("private_key_file", "%s with certificate_file %s: %w", f.key, f.cert, err))
 		}
 	}
 	return errs
@@ -126,14 +128,14 @@ func checkTLSFiles(config json.RawMessage) []*FieldError {
 
 // readPEMFile reads a file that must hold a PEM block of a wanted type,
 // reporting the problem under field.
-func readPEMFile(path, field, what string, typeOK func(string) bool, errs *[]*FieldError) ([]byte, bool) {
+func readPEMFile(path, field, what string, typeOK func(string) bool, errs *[]*registry.FieldError) ([]byte, bool) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		*errs = append(*errs, &FieldError{Field: field, Err: err})
+		*errs = append(*errs, &registry.FieldError{Field: field, Err: err})
 		return nil, false
 	}
 	if !hasPEMBlock(data, typeOK) {
-		*errs = append(*errs, FieldErrorf(field, "%s: no PEM %s", path, what))
+		*errs = append(*errs, fieldErrorf(field, "%s: no PEM %s", path, what))
 		return nil, false
 	}
 	return data, true
@@ -157,19 +159,19 @@ func hasPEMBlock(data []byte, typeOK func(string) bool) bool {
 // handshake uses what it read last, so rotated certificates take effect
 // without a restart (gRFC A65). Without files it is TLS with the system's
 // roots.
-func buildTLS(config json.RawMessage) (ChannelCredentials, error) {
+func buildTLS(config json.RawMessage) (BuiltCreds, error) {
 	f, errs := parseTLSFiles(config, false)
 	if errs != nil {
-		return ChannelCredentials{}, errs[0].at("config")
+		return BuiltCreds{}, registry.FieldWithin("config", errs[0])
 	}
 	if f.cert == "" && f.ca == "" {
-		return ChannelCredentials{Transport: credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})}, nil
+		return BuiltCreds{Transport: credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})}, nil
 	}
 	p, err := pemfile.NewProvider(pemfile.Options{CertFile: f.cert, KeyFile: f.key, RootFile: f.ca, RefreshDuration: f.refresh})
 	if err != nil {
-		return ChannelCredentials{}, err
+		return BuiltCreds{}, err
 	}
-	return ChannelCredentials{Transport: &watchedTLS{provider: p}, Close: sync.OnceFunc(p.Close)}, nil
+	return BuiltCreds{Transport: &watchedTLS{provider: p}, Close: sync.OnceFunc(p.Close)}, nil
 }
 
 // watchedTLS is client TLS whose certificates and roots come from a

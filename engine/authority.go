@@ -63,7 +63,7 @@ func (o *markOrder) remove(en *entry) {
 }
 
 func (o *markOrder) moveToFront(en *entry) {
-	if o.front == en || en.removed {
+	if o.front == en {
 		return
 	}
 	o.remove(en)

@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"fmt"
-	"hash/maphash"
 	"time"
 
 	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
@@ -105,18 +104,10 @@ type entry struct {
 	watchers []*watch
 	// orphaned: no watcher, waiting for a request without it to be sent.
 	orphaned bool
-	// removed: taken out of the cache, for good. A handle on it that a
-	// stream kept (wire.Resource.Held) is then stale.
-	removed bool
 
 	value   registry.Resource // nil when nothing usable is cached
 	raw     []byte            // serialized form of value
-	rawHash uint64
-	// wrapper is the name of the Resource wrapper raw came in, or "".
-	// Decoding depends on it (a type may take its name from it), so a
-	// re-sent resource is recognized only with the same wrapper.
-	wrapper string
-	source  *channel // the server value came from
+	source  *channel          // the server value came from
 	version string
 	updated time.Time
 
@@ -132,8 +123,10 @@ type entry struct {
 	// (channel.applyingMark): the response's deletions are the entries it
 	// did not mark.
 	coveredBy uint64
-	// prevMarked and nextMarked link the entries of one type of the
-	// authority, those marked last first (authority.marked).
+	// order is the authority's marked order of the entry's type, which
+	// prevMarked and nextMarked link, those marked last first
+	// (authority.marked).
+	order                  *markOrder
 	prevMarked, nextMarked *entry
 }
 
@@ -199,63 +192,21 @@ type globMembers struct {
 	memberVersions map[string]string
 }
 
-// contentKey indexes by their bytes the cached resources that came
-// without a wrapper and whose type has no NameField, so that one re-sent
-// unchanged is recognized without decoding it. Wrapped ones are found by
-// their wrapper's name, those of a type with a NameField by the name read
-// from their bytes. The type is the engine's shared descriptor, whose
-// pointer hashes faster than its URL.
-type contentKey struct {
-	typ  *registry.ResourceType
-	hash uint64
-}
-
-// setRawLocked records the bytes a cached value was decoded from, and the
-// wrapper name they came with. hash is raw's under the engine's seed when
-// the caller has it, else 0.
-func (e *Engine) setRawLocked(en *entry, raw []byte, hash uint64, wrapper string) {
-	indexed := en.typ.NameField == 0
-	if indexed && en.raw != nil && en.wrapper == "" {
-		k := contentKey{en.typ, en.rawHash}
-		if e.byContent[k] == en {
-			delete(e.byContent, k)
-		}
-	}
-	en.raw, en.wrapper, en.rawHash = raw, wrapper, 0
-	if raw != nil && wrapper == "" {
-		if hash == 0 {
-			hash = maphash.Bytes(e.hashSeed, raw)
-		}
-		en.rawHash = hash
-		if indexed {
-			e.byContent[contentKey{en.typ, hash}] = en
-		}
-	}
-}
-
 func (e *Engine) dropValueLocked(en *entry) {
-	en.value = nil
-	en.source = nil
-	e.setRawLocked(en, nil, 0, "")
+	en.value, en.raw, en.source = nil, nil, nil
 }
 
 // onValidLocked stores a valid resource and tells the watchers: the new
 // resource when it changed, or a cleared ambient error when it did not.
-func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, hash uint64, wrapper string, version string, received time.Time, c *channel, gate *wire.Gate) {
-	// Hashes under one seed that differ rule out equal bytes, without
-	// reading the old ones (a cache miss, in a large cache).
-	knownDifferent := hash != 0 && en.rawHash != 0 && wrapper == "" && en.wrapper == "" && hash != en.rawHash
-	sameBytes := !knownDifferent && bytes.Equal(en.raw, raw)
-	identical := en.value != nil && (sameBytes || resourcesEqual(en.value, value))
+func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, version string, received time.Time, c *channel, gate *wire.Gate) {
+	identical := en.value != nil && (bytes.Equal(en.raw, raw) || resourcesEqual(en.value, value))
 	en.version = version
 	en.updated = received
 	en.state = StateACKed
 	hadAmbient := en.ambientError() != nil
 	en.fail = nil
 	en.source = c
-	if !sameBytes || en.wrapper != wrapper {
-		e.setRawLocked(en, raw, hash, wrapper)
-	}
+	en.raw = raw
 	if identical {
 		if hadAmbient {
 			e.notifyAmbientLocked(en, nil, gate)

@@ -15,8 +15,9 @@ import (
 )
 
 // channel is the engine's connection to one xDS server, shared by every
-// authority that lists the server. Its accepted version per type outlives
-// streams; a fallback server, being another channel, starts from none.
+// authority that lists the server. Its accepted version per type and its
+// decode memo outlive streams; a fallback server, being another channel,
+// starts from none.
 type channel struct {
 	e          *Engine
 	server     bootstrap.ServerConfig
@@ -25,15 +26,14 @@ type channel struct {
 	serverInfo registry.ServerInfo
 	transport  Transport
 	buildErr   error
+	memo       *wire.Memo
 
 	auths map[*authority]struct{}
-	// subscribed keeps, per type, the sorted names SubscriptionLocked
-	// returns, so that an ACK costs no walk of the cache and no sort, and
-	// a watch added or cancelled costs a merge rather than a rebuild.
+	// subscribed keeps, per type, the sorted names handed to streams, so
+	// that an ACK costs no walk of the cache and no sort, and a watch
+	// added or cancelled costs a merge rather than a rebuild.
 	subscribed map[string]*subscribedNames
 	versions   map[string]string // type URL → last accepted version_info
-	// namesGen numbers the changes to subscribed handed to streams.
-	namesGen uint64
 	// status is non-nil from a connectivity failure until the next
 	// response: the error watchers were told (A57).
 	status *Error
@@ -47,29 +47,20 @@ type channel struct {
 	// failure; the connectivity errors of what it did not re-send are
 	// cleared after the response is applied.
 	reconnected bool
-	// applying is the response whose parts ApplyResourcesLocked is
-	// applying, with the engine's shapeGen when it began and how many of
-	// the entries of authorities this channel serves it has named so far:
-	// if it named them all and nothing changed meanwhile, it deletes
-	// nothing, and FinishLocked need not look; otherwise the entries it
-	// did not mark are its deletions.
-	applying        *wire.Response
-	applyingShape   uint64
-	applyingActive  uint64 // the engine's activeGen when it began
-	applyingCovered int
-	// applyingMark is what the response marks the entries it names with
-	// (entry.coveredBy).
-	applyingMark uint64
-	// markOrder is the marked order of markType's entries of markFor,
-	// found while the engine's shapeGen was markShape (coverLocked).
-	markFor   *authority
-	markType  *registry.ResourceType
-	markShape uint64
-	markOrder *markOrder
+	// The response being applied: the engine's shapeGen and activeGen
+	// when it began, how many of the entries of the authorities this
+	// channel serves it has named so far, and the mark it gives them
+	// (entry.coveredBy). If it named them all and nothing changed
+	// meanwhile, it deletes nothing; otherwise the entries it did not mark
+	// are its deletions.
+	applyingShape, applyingActive uint64
+	applyingCovered               int
+	applyingMark                  uint64
 	// globsTouched are the glob collections the response being applied
 	// changed (glob.go).
 	globsTouched map[*entry]bool
 	stream       wire.Stream
+	host         *streamHost // the stream's; calls of another are stale
 	retries      int         // consecutive streams that failed without a response
 	stopRetry    func() bool // pending backoff timer
 	closed       bool
@@ -88,12 +79,13 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 		server:     s,
 		key:        key,
 		features:   fs,
-		serverInfo: registry.ServerInfo{URI: s.URI, Features: fs},
 		delta:      s.Delta || fs.Has(features.NameDeltaXDS),
+		memo:       wire.NewMemo(),
 		auths:      make(map[*authority]struct{}),
 		subscribed: make(map[string]*subscribedNames),
 		versions:   make(map[string]string),
 	}
+	c.serverInfo = registry.ServerInfo{URI: s.URI, Features: fs, Delta: c.delta}
 	var ignored []string
 	for _, n := range s.ServerFeatures {
 		if !fs.Has(n) {
@@ -115,7 +107,9 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 // on this channel may have changed in any way (an authority came or
 // went): the list is built afresh.
 func (c *channel) typeChangedLocked(typeURL string) {
-	delete(c.subscribed, typeURL)
+	if sn := c.subscribed[typeURL]; sn != nil {
+		sn.stale = true
+	}
 	c.wakeStreamLocked(typeURL)
 }
 
@@ -137,24 +131,21 @@ func (c *channel) wakeStreamLocked(typeURL string) {
 	}
 	switch {
 	case c.stream != nil:
-		c.stream.TypeChangedLocked(typeURL)
+		c.stream.Changed(typeURL)
 	case c.stopRetry == nil:
 		c.startStreamLocked()
 	}
 }
 
-// EndedLocked handles the end of a stream (A57): a stream that saw
-// a response ended normally and is replaced at once with backoff reset;
-// one that saw none is a connectivity failure, reported to watchers (or
-// answered by fallback) and retried after backoff. A response too large
-// to read is a failure of the server whatever came before it: the same
-// response would arrive again on an immediate retry.
-func (c *channel) EndedLocked(s wire.Stream, err error, seenResponse bool) {
-	if c.stream != s {
-		return
-	}
-	c.stream = nil
-	if c.closed || c.e.closed {
+// endedLocked handles the end of the channel's stream (A57): a stream
+// that saw a response ended normally and is replaced at once with backoff
+// reset; one that saw none is a connectivity failure, reported to
+// watchers (or answered by fallback) and retried after backoff. A
+// response too large to read is a failure of the server whatever came
+// before it: the same response would arrive again on an immediate retry.
+func (c *channel) endedLocked(err error, sawResponse bool) {
+	c.stream, c.host = nil, nil
+	if c.closed || c.e.closed.Load() {
 		return
 	}
 	var tooLarge *ResponseTooLargeError
@@ -163,10 +154,10 @@ func (c *channel) EndedLocked(s wire.Stream, err error, seenResponse bool) {
 		c.e.metrics.responseTooLarge(c)
 		c.onServerFailureLocked(&Error{Kind: KindResponseTooLarge, Code: codes.ResourceExhausted,
 			ServerURI: c.server.URI, NodeID: c.e.nodeID, Err: tooLarge})
-	case seenResponse:
+	case sawResponse:
 		c.retries = 0
 		c.e.log.Info("xDS stream closed after responses; reconnecting", "server", c.server.URI, "error", err)
-		if len(c.SubscribedTypesLocked()) > 0 {
+		if len(c.subscribedTypesLocked()) > 0 {
 			c.startStreamLocked()
 		}
 		return
@@ -174,17 +165,17 @@ func (c *channel) EndedLocked(s wire.Stream, err error, seenResponse bool) {
 		c.onServerFailureLocked(&Error{Kind: KindConnectivity, Code: codes.Unavailable, ServerURI: c.server.URI,
 			NodeID: c.e.nodeID, Err: fmt.Errorf("xDS stream failed with no responses received: %w", err)})
 	}
-	if c.closed || len(c.SubscribedTypesLocked()) == 0 {
+	if c.closed || len(c.subscribedTypesLocked()) == 0 {
 		return
 	}
 	delay := c.e.backoff(c.retries)
 	c.retries++
 	c.e.log.Debug("xDS stream retry scheduled", "server", c.server.URI, "in", delay)
 	c.stopRetry = c.e.clock.AfterFunc(delay, func() {
-		c.e.mu.Lock()
-		defer c.e.mu.Unlock()
+		c.e.lock()
+		defer c.e.unlock()
 		c.stopRetry = nil
-		if c.stream == nil && len(c.SubscribedTypesLocked()) > 0 {
+		if c.stream == nil && len(c.subscribedTypesLocked()) > 0 {
 			c.startStreamLocked()
 		}
 	})
@@ -215,10 +206,10 @@ func (c *channel) onServerFailureLocked(cause *Error) {
 	}
 }
 
-// ReceivedLocked runs on every response, readable or not: the server is
+// receivedLocked runs on every response, readable or not: the server is
 // reachable, and per A71 it becomes the active server of each authority
 // that listed it, whose lower-priority servers are released at once.
-func (c *channel) ReceivedLocked() {
+func (c *channel) receivedLocked() {
 	c.connected = true
 	if c.status != nil {
 		c.status = nil
@@ -316,10 +307,7 @@ func (c *channel) shutdownLocked() Transport {
 		c.stopRetry()
 		c.stopRetry = nil
 	}
-	if c.stream != nil {
-		c.stream.EndLocked()
-		c.stream = nil
-	}
+	c.stopStreamLocked()
 	return c.transport
 }
 

@@ -75,4 +75,10 @@ type Config struct {
 	// request of each stream. Empty means "xdsengine" and the module
 	// version.
 	UserAgentName, UserAgentVersion string
+	// IgnoreCertificateProviders stops the check that every certificate
+	// provider instance a Cluster or Listener names is in the bootstrap's
+	// certificate_providers (gRFC A29), which gRPC always makes: such
+	// resources are then accepted. Set it in a program that does its own
+	// TLS and whose bootstrap therefore defines no providers.
+	IgnoreCertificateProviders bool
 }

@@ -4,8 +4,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -20,8 +20,45 @@ import (
 	"github.com/xdsengine/xdsengine/registry"
 )
 
-// Version is the engine's version, sent as the node's user agent version.
-const Version = "0.1.0"
+// Version is the version of the xdsengine module the program was built
+// with, as Go's build information records it: its tag ("v0.2.0") or
+// pseudo-version when the program requires the module, the version Go
+// stamped when the module is the program's own (a command of this
+// repository), and "(devel)" when Go recorded none. It is sent as the
+// node's user agent version. It is read once, when the program starts.
+var Version = moduleVersion()
+
+// modulePath is the path of the module the engine belongs to.
+const modulePath = "github.com/xdsengine/xdsengine"
+
+func moduleVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)"
+	}
+	return versionIn(bi)
+}
+
+// versionIn finds the module's version in a program's build information:
+// the main module's when the module is the program's own, else its entry
+// among the dependencies, replacement included.
+func versionIn(bi *debug.BuildInfo) string {
+	m := &bi.Main
+	if m.Path != modulePath {
+		i := slices.IndexFunc(bi.Deps, func(d *debug.Module) bool { return d.Path == modulePath })
+		if i < 0 {
+			return "(devel)"
+		}
+		m = bi.Deps[i]
+	}
+	if m.Replace != nil {
+		m = m.Replace
+	}
+	if m.Version == "" {
+		return "(devel)"
+	}
+	return m.Version
+}
 
 // DefaultSlowWatcherThreshold is Config.SlowWatcherThreshold's default.
 const DefaultSlowWatcherThreshold = 30 * time.Second
@@ -51,14 +88,31 @@ type Engine struct {
 	known      []features.ServerFeature
 	fallback   FallbackPolicy
 	ser        *serial.Serializer
-	hashSeed   maphash.Seed
 	streamsRun sync.WaitGroup
 	metrics    *metrics
-	// callers counts Watch and cancel calls waiting for the lock: a
-	// response applied in parts lets them in between parts.
-	callers atomic.Int32
+	// maxResponseBytes and slowWatcherThreshold are the Config's, with
+	// their defaults.
+	maxResponseBytes     int
+	slowWatcherThreshold time.Duration
+	closed               atomic.Bool
+
+	// ops are the Watch and cancel calls waiting for whoever holds mu
+	// (do); opsMu guards them alone, and is never held with mu wanted.
+	opsMu sync.Mutex
+	ops   []op
+
+	// mu guards everything below, and the authorities' and channels'
+	// state. It is held for short critical sections: a Watch or cancel,
+	// one part of a response, a subscription handed to a stream.
+	mu          sync.Mutex
+	oldStyle    *authority            // names that are not xdstp:// (A47)
+	authorities map[string]*authority // xdstp:// authorities of the bootstrap
+	channels    map[string]*channel   // by bootstrap.ServerConfig.key
+	// certificateProviders tells decoders the bootstrap's certificate
+	// provider instances; nil when they are not checked.
+	certificateProviders func(name string) bool
 	// shapeGen counts the changes to which entries exist and to which
-	// server each authority uses (channel.applying).
+	// server each authority uses (channel.applyingShape).
 	shapeGen uint64
 	// activeGen counts the changes to which server an authority uses:
 	// while it stays, the entries a response did not mark are at the back
@@ -67,27 +121,66 @@ type Engine struct {
 	// coverMarks numbers the responses applied, on every channel, so that
 	// an entry's coveredBy names one response.
 	coverMarks uint64
-
 	// notices is the rest of the chunk the notifications of the response
-	// held by noticeGate come from (newNoticeLocked). Guarded by mu.
+	// held by noticeGate come from (newNoticeLocked).
 	notices     []notice
 	noticeGate  *wire.Gate
 	noticeChunk int
 	// lastOrigin is the origin of the last notification, which the next
 	// ones share while they come from the same response (originLocked).
-	// Guarded by mu.
 	lastOrigin *origin
-	// maxResponseBytes and slowWatcherThreshold are the Config's, with
-	// their defaults.
-	maxResponseBytes     int
-	slowWatcherThreshold time.Duration
+}
 
-	mu          sync.Mutex
-	closed      bool
-	oldStyle    *authority            // names that are not xdstp:// (A47)
-	authorities map[string]*authority // xdstp:// authorities of the bootstrap
-	channels    map[string]*channel   // by bootstrap.ServerConfig.key
-	byContent   map[contentKey]*entry // cached resources of types without a NameField, by the hash of their bytes
+// do applies a Watch or cancel call: at once if the lock is free, else
+// by the holder of the lock, before it lets go (unlock). The caller never
+// waits for a response to be applied.
+func (e *Engine) do(o op) {
+	e.opsMu.Lock()
+	e.ops = append(e.ops, o)
+	e.opsMu.Unlock()
+	if e.mu.TryLock() {
+		e.runOpsLocked()
+		e.unlock()
+	}
+}
+
+// lock takes the engine's lock, and applies the calls queued meanwhile
+// first, so that whatever the holder does next sees them.
+func (e *Engine) lock() {
+	e.mu.Lock()
+	e.runOpsLocked()
+}
+
+// unlock lets go of the lock, then applies the calls queued while it was
+// held, unless someone else holds it by then and will.
+func (e *Engine) unlock() {
+	for {
+		e.mu.Unlock()
+		e.opsMu.Lock()
+		queued := len(e.ops) > 0
+		e.opsMu.Unlock()
+		if !queued || !e.mu.TryLock() {
+			return
+		}
+		e.runOpsLocked()
+	}
+}
+
+func (e *Engine) runOpsLocked() {
+	for {
+		e.opsMu.Lock()
+		ops := e.ops
+		e.ops = nil
+		e.opsMu.Unlock()
+		if len(ops) == 0 {
+			return
+		}
+		for _, o := range ops {
+			if !e.closed.Load() {
+				e.applyOpLocked(o)
+			}
+		}
+	}
 }
 
 // New builds an engine. It connects to no server until the first Watch.
@@ -99,10 +192,8 @@ func New(cfg Config) (*Engine, error) {
 		cfg:         cfg,
 		reg:         cfg.Registry,
 		nodeID:      cfg.Bootstrap.Node.ID,
-		hashSeed:    maphash.MakeSeed(),
 		authorities: make(map[string]*authority),
 		channels:    make(map[string]*channel),
-		byContent:   make(map[contentKey]*entry),
 	}
 	e.applyDefaults()
 	e.types = make(map[string]*registry.ResourceType, cfg.Registry.Len())
@@ -177,6 +268,7 @@ func (e *Engine) applyDefaults() {
 		e.clock = realClock{}
 	}
 	e.log = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	e.certificateProviders = certificateProviders(cfg)
 	e.maxResponseBytes = cmp.Or(cfg.MaxResponseBytes, DefaultMaxResponseBytes)
 	switch e.slowWatcherThreshold = cfg.SlowWatcherThreshold; {
 	case e.slowWatcherThreshold == 0:
@@ -251,12 +343,11 @@ func (e *Engine) Registry() *registry.Registry { return e.reg }
 // (or a Pool's release there); it then returns without waiting for that
 // callback, and the callback goroutine ends as soon as it returns.
 func (e *Engine) Close() error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
+	e.lock()
+	if e.closed.Swap(true) {
+		e.unlock()
 		return nil
 	}
-	e.closed = true
 	var transports []Transport
 	for _, c := range e.channels {
 		if t := c.shutdownLocked(); t != nil {
@@ -264,7 +355,7 @@ func (e *Engine) Close() error {
 		}
 	}
 	e.channels = nil
-	e.mu.Unlock()
+	e.unlock()
 	var errs []error
 	for _, t := range transports {
 		if err := t.Close(); err != nil {

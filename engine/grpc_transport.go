@@ -107,6 +107,11 @@ func (g grpcStream) Send(b []byte) error { return g.s.SendMsg(b) }
 // written, which BuffersSender allows.
 func (g grpcStream) SendBuffers(msg net.Buffers) error { return g.s.SendMsg(msg) }
 
+// CloseSend half-closes the stream: the server reads the end of the
+// stream after every message sent. Package lrs waits for the server to
+// end the stream after its final report, so that the report is read.
+func (g grpcStream) CloseSend() error { return g.s.CloseSend() }
+
 func (g grpcStream) Recv() ([]byte, error) {
 	var b []byte
 	if err := g.s.RecvMsg(&b); err != nil {

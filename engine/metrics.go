@@ -160,9 +160,9 @@ func (e *Engine) observeGauges(o metric.Observer, m *metrics, connected, resourc
 		up     bool
 	}
 	var conns []conn
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
+	e.lock()
+	if e.closed.Load() {
+		e.unlock()
 		return
 	}
 	for _, c := range e.channels {
@@ -178,7 +178,7 @@ func (e *Engine) observeGauges(o metric.Observer, m *metrics, connected, resourc
 			}
 		}
 	}
-	e.mu.Unlock()
+	e.unlock()
 	slices.SortFunc(conns, func(a, b conn) int {
 		if a.server < b.server {
 			return -1

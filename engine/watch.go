@@ -18,31 +18,29 @@ type watch struct {
 	canceled atomic.Bool
 }
 
-// watchedEntry is an entry a Watch call made, with that call's
-// registration: one allocation rather than two, since most entries are
-// made by a watch. The two fill a size class (256 B) exactly; room for
-// the watchers list as well would take the next (288 B), more than the
-// list's own allocation. The registration outlives its cancel as any
-// does (a notice may still hold it); a later watcher is allocated on its
-// own.
-type watchedEntry struct {
-	entry
-	first watch
+// op is a Watch or cancel call, queued for whoever holds the engine's
+// lock to apply (Engine.do): a call never waits for a response to be
+// applied, and takes effect between its parts.
+type op struct {
+	h      *watch
+	typ    *registry.ResourceType
+	a      *authority
+	key    string
+	cancel bool
 }
 
 // Watch starts watching the resource of type typeURL called name and
 // returns the function that stops it. The watcher's callbacks run on the
 // engine's callback goroutine (see [ResourceWatcher]). An unknown type,
 // an unparsable name or an authority missing from the bootstrap reach the
-// watcher as an error at once, and no stream is opened for them. After
-// Close, Watch does nothing.
+// watcher as an error at once, and no stream is opened for them. Watch
+// never waits for a response to be applied. After Close, Watch does
+// nothing.
 func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) {
 	if w == nil {
 		panic("engine: Watch with a nil watcher")
 	}
-	e.lockForCaller()
-	defer e.mu.Unlock()
-	if e.closed {
+	if e.closed.Load() {
 		return func() {}
 	}
 	typ := e.types[typeURL]
@@ -51,34 +49,63 @@ func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) 
 		if _, registered := e.reg.Lookup(typeURL); registered {
 			cause = fmt.Errorf("resource type %q is switched off by the engine's switches (Config.Switches, or gRPC's GRPC_EXPERIMENTAL_XDS_* environment variables)", typeURL)
 		}
-		e.failWatchLocked(w, &Error{Kind: KindUnknownType, Code: codes.FailedPrecondition, TypeURL: typeURL, Name: name,
+		e.failWatch(w, &Error{Kind: KindUnknownType, Code: codes.FailedPrecondition, TypeURL: typeURL, Name: name,
 			NodeID: e.nodeID, Err: cause})
 		return func() {}
 	}
 	a, key, werr := e.resolveName(typeURL, name)
 	if werr != nil {
-		e.failWatchLocked(w, werr)
+		e.failWatch(w, werr)
 		return func() {}
 	}
+	h := &watch{w: w}
+	e.do(op{h: h, typ: typ, a: a, key: key})
+	return func() {
+		if h.canceled.CompareAndSwap(false, true) {
+			e.do(op{h: h, cancel: true})
+		}
+	}
+}
+
+// lookupType returns a registered type that is on under the engine's
+// switches.
+func (e *Engine) lookupType(typeURL string) (*registry.ResourceType, bool) {
+	t := e.types[typeURL]
+	return t, t != nil
+}
+
+func (e *Engine) failWatch(w ResourceWatcher, err *Error) {
+	e.log.Warn("xDS watch rejected", "type", err.TypeURL, "name", err.Name, "error", err)
+	u := Update{Err: err, Received: e.clock.Now()}
+	e.ser.Schedule(func() { deliverChange(w, u, func() {}) })
+}
+
+// applyOpLocked applies a queued Watch or cancel call.
+func (e *Engine) applyOpLocked(o op) {
+	if o.cancel {
+		e.cancelLocked(o.h)
+	} else if !o.h.canceled.Load() {
+		e.watchLocked(o.h, o.typ, o.a, o.key)
+	}
+}
+
+func (e *Engine) watchLocked(h *watch, typ *registry.ResourceType, a *authority, key string) {
+	typeURL := typ.TypeURL
 	byName := a.resources[typeURL]
 	if byName == nil {
 		byName = make(map[string]*entry)
 		a.resources[typeURL] = byName
 		a.marked[typeURL] = &markOrder{}
 	}
-	var h *watch
 	en := byName[key]
 	created := en == nil
 	if created {
-		we := &watchedEntry{entry: entry{typ: typ, name: key, auth: a}}
-		en, h = &we.entry, &we.first
+		en = &entry{typ: typ, name: key, auth: a, order: a.marked[typeURL]}
 		byName[key] = en
-		a.marked[typeURL].pushBack(en)
+		en.order.pushBack(en)
 		e.shapeGen++
-	} else {
-		h = new(watch)
 	}
-	h.w, h.entry = w, en
+	h.entry = en
 	wasOrphan := en.orphaned
 	en.orphaned = false
 	en.watchers = append(en.watchers, h)
@@ -86,22 +113,6 @@ func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) 
 		e.subscribeLocked(en, created)
 	}
 	e.deliverCurrentLocked(h)
-	return func() { e.cancelWatch(h) }
-}
-
-// lookupType returns a registered type that is on under the engine's
-// switches.
-func (e *Engine) lookupType(typeURL string) (registry.ResourceType, bool) {
-	if t := e.types[typeURL]; t != nil {
-		return *t, true
-	}
-	return registry.ResourceType{}, false
-}
-
-func (e *Engine) failWatchLocked(w ResourceWatcher, err *Error) {
-	e.log.Warn("xDS watch rejected", "type", err.TypeURL, "name", err.Name, "error", err)
-	u := Update{Err: err, Received: e.clock.Now()}
-	e.ser.Schedule(func() { deliverChange(w, u, func() {}) })
 }
 
 // subscribeLocked puts a new (or re-watched) entry on the wire on every
@@ -148,39 +159,31 @@ func (e *Engine) deliverCurrentLocked(h *watch) {
 	}
 }
 
-// lockForCaller takes the engine's lock for a Watch or cancel call,
-// which a response being applied lets in between its parts.
-func (e *Engine) lockForCaller() {
-	e.callers.Add(1)
-	e.mu.Lock()
-	e.callers.Add(-1)
-}
-
-func (e *Engine) cancelWatch(h *watch) {
-	e.lockForCaller()
-	defer e.mu.Unlock()
-	if !h.canceled.CompareAndSwap(false, true) || e.closed {
-		return
-	}
+// cancelLocked removes a watch. An entry left without watchers stays,
+// orphaned, until a request without it is written, so that a cancel
+// followed by a new watch before then keeps the cached resource (the
+// server would not send it again); one that no stream was handed is
+// removed at once.
+func (e *Engine) cancelLocked(h *watch) {
 	en := h.entry
+	if en == nil {
+		return // cancelled before its Watch was applied
+	}
 	if i := slices.Index(en.watchers, h); i >= 0 {
 		en.watchers = slices.Delete(en.watchers, i, i+1)
 	}
 	if len(en.watchers) > 0 {
 		return
 	}
-	// The entry stays, orphaned, until a request without it is written,
-	// so that a cancel followed by a new watch before then keeps the
-	// cached resource (the server would not send it again).
 	en.orphaned = true
-	live := false
+	written := false
 	for _, c := range en.auth.channels {
-		if c.stream != nil && c.stream.StartedLocked() {
-			live = true
+		if sn := c.subscribed[en.typ.TypeURL]; c.stream != nil && sn != nil && sn.handed {
+			written = true
 		}
 		c.nameChangedLocked(en.typ.TypeURL, en.name)
 	}
-	if !live {
+	if !written {
 		e.removeEntryLocked(en)
 	}
 }
@@ -194,14 +197,12 @@ func (e *Engine) removeEntryLocked(en *entry) {
 		return
 	}
 	delete(byName, en.name)
-	en.removed = true
-	a.marked[en.typ.TypeURL].remove(en)
+	en.order.remove(en)
 	e.shapeGen++
 	if len(byName) == 0 {
 		delete(a.resources, en.typ.TypeURL)
 		delete(a.marked, en.typ.TypeURL)
 	}
-	e.setRawLocked(en, nil, 0, "")
 	if len(a.resources) == 0 {
 		chans := a.channels
 		a.channels = nil

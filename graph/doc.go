@@ -17,6 +17,10 @@
 // composed with their dependencies: [Node.Resource] is the value to use,
 // [Node.Decoded] what the server sent.
 //
+// A resource that is [Shallow] needs its dependencies but not theirs: a
+// gRPC server's Listener is resolved with its RouteConfigurations and no
+// clusters, as a server watches none (gRFC A36).
+//
 // Flow control carries through: the source's done functions are held
 // until the graph watcher calls done for the snapshot they produced, so a
 // slow consumer slows the stream rather than piling up snapshots.

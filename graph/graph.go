@@ -38,6 +38,17 @@ type Node struct {
 	Ambient error
 }
 
+// Shallow is implemented by resources that need their dependencies but
+// not what those depend on: a gRPC server's Listener (package lds) needs
+// its RouteConfigurations, and never the clusters their routes name,
+// which a server does not use (gRFC A36). [Watch] follows such a
+// resource's dependencies one level: a resource reached only through it
+// is watched, but its own dependencies are not; its [Node] has no Deps
+// and is not composed.
+type Shallow interface {
+	ShallowDependencies() bool
+}
+
 // Node returns the node of ref, or nil.
 func (g *Graph) Node(ref registry.Ref) *Node { return g.Nodes[ref] }
 

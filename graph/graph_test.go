@@ -269,3 +269,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func realClockEngine(t *testing.T, addr string, mutate func(*engine.Config)) *engine.Engine {
 	return testengine.RealClock(t, addr, nodeID, mutate)
 }
+
+// expectNone checks that nothing is delivered for a short while.
+func (r *graphRec) expectNone(t *testing.T) {
+	t.Helper()
+	select {
+	case ev := <-r.ch:
+		t.Errorf("got a delivery %v / %v, want none", ev.g, ev.err)
+	case <-time.After(100 * time.Millisecond):
+	}
+}

@@ -14,14 +14,16 @@ import (
 )
 
 // reachableLocked walks the known dependencies from the root and reports
-// the first cycle found.
+// the first cycle found. A resource is in the map when reachable; its
+// value says whether its own dependencies are followed, which they are
+// not when every path to it ends in a [Shallow] resource.
 func (gw *graphWatch) reachableLocked() (map[registry.Ref]bool, []registry.Ref) {
 	reachable := map[registry.Ref]bool{}
 	onStack := map[registry.Ref]bool{}
 	var stack []registry.Ref
 	var cycle []registry.Ref
-	var visit func(r registry.Ref)
-	visit = func(r registry.Ref) {
+	var visit func(r registry.Ref, follow bool)
+	visit = func(r registry.Ref, follow bool) {
 		if onStack[r] {
 			if cycle == nil {
 				i := slices.Index(stack, r)
@@ -29,22 +31,31 @@ func (gw *graphWatch) reachableLocked() (map[registry.Ref]bool, []registry.Ref) 
 			}
 			return
 		}
-		if reachable[r] {
+		if followed, seen := reachable[r]; seen && (followed || !follow) {
 			return
 		}
-		reachable[r] = true
+		reachable[r] = follow
+		if !follow {
+			return
+		}
 		onStack[r] = true
 		stack = append(stack, r)
 		if n := gw.nodes[r]; n != nil {
+			leaves := isShallow(n.resource)
 			for _, d := range n.deps {
-				visit(d)
+				visit(d, !leaves)
 			}
 		}
 		stack = stack[:len(stack)-1]
 		onStack[r] = false
 	}
-	visit(gw.root)
+	visit(gw.root, true)
 	return reachable, cycle
+}
+
+func isShallow(r registry.Resource) bool {
+	s, ok := r.(Shallow)
+	return ok && s.ShallowDependencies()
 }
 
 func (gw *graphWatch) readyLocked(reachable map[registry.Ref]bool) bool {
@@ -87,6 +98,9 @@ func (gw *graphWatch) resolveLocked(reachable map[registry.Ref]bool, cycle []reg
 			failed, failErr = r, n.err
 			return
 		}
+		if !reachable[r] {
+			return // its dependencies are not needed
+		}
 		for _, d := range n.deps {
 			find(d)
 		}
@@ -102,12 +116,17 @@ func (gw *graphWatch) resolveLocked(reachable map[registry.Ref]bool, cycle []reg
 			return nil
 		}
 		n := gw.nodes[r]
+		gn := &Node{Ref: r, Resource: n.resource, Decoded: n.resource, Ambient: n.ambient}
+		if !reachable[r] {
+			g.Nodes[r] = gn // reached only through a Shallow resource
+			return nil
+		}
 		for _, d := range n.deps {
 			if err := build(d); err != nil {
 				return err
 			}
 		}
-		gn := &Node{Ref: r, Resource: n.resource, Decoded: n.resource, Deps: slices.Clone(n.deps), Ambient: n.ambient}
+		gn.Deps = slices.Clone(n.deps)
 		if c, ok := n.resource.(registry.Composer); ok {
 			resolved, err := c.Compose(func(ref registry.Ref) (registry.Resource, bool) {
 				dn := g.Nodes[ref]

@@ -155,7 +155,7 @@ func (gw *graphWatch) update(ref registry.Ref, st *graphNodeState, apply func(),
 	reachable, cycle := gw.reachableLocked()
 	var stale []func()
 	for r, n := range gw.nodes {
-		if !reachable[r] {
+		if _, ok := reachable[r]; !ok {
 			if n.cancel != nil {
 				stale = append(stale, n.cancel)
 			}

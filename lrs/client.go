@@ -1,11 +1,8 @@
 package lrs
 
 import (
-	"fmt"
-	"strings"
 	"sync"
 
-	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -28,9 +25,9 @@ type Client struct {
 	e *engine.Engine
 
 	mu      sync.Mutex
-	servers map[string]*server // by serverKey
+	servers map[string]*server // by serverKey; a server leaves with its last store
 	closed  bool
-	wg      sync.WaitGroup
+	wg      sync.WaitGroup // the servers' goroutines
 }
 
 // NewClient returns a client that reports load through e. Close it
@@ -41,9 +38,15 @@ func NewClient(e *engine.Engine) *Client {
 
 // ReportLoad starts reporting the load of cluster (and EDS service name
 // service, "" for none) to server, and returns its store. The stream to
-// the server opens with the first store and ends with the last cancel.
-// Two calls for the same server, cluster and service share one store;
-// each has its own cancel, and cancel is idempotent.
+// the server opens with the first store. Two calls for the same server,
+// cluster and service share one store; each has its own cancel, and
+// cancel is idempotent.
+//
+// Cancel when done recording: cancel does not wait, and loses nothing
+// recorded before it. The store's load not yet reported goes in the
+// server's next report, after which the store is dropped; the last
+// cancel of a server's stores sends that report at once, as the stream's
+// final one, and then ends the stream (see [FinalReportTimeout]).
 func (c *Client) ReportLoad(srv bootstrap.ServerConfig, cluster, service string) (*Store, func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -64,9 +67,11 @@ func (c *Client) ReportLoad(srv bootstrap.ServerConfig, cluster, service string)
 		once.Do(func() {
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			if s.removeStore(cluster, service) {
-				delete(c.servers, key)
-				s.stop()
+			if s.releaseStore(cluster, service) {
+				if c.servers[key] == s {
+					delete(c.servers, key)
+				}
+				s.finish()
 			}
 		})
 	}
@@ -77,7 +82,7 @@ func (c *Client) ReportLoad(srv bootstrap.ServerConfig, cluster, service string)
 // serverURI is the Update.ServerURI of the cds.Cluster. It fails with
 // codes.NotFound if no server of the bootstrap has that URI.
 func (c *Client) ReportLoadToSelf(serverURI, cluster, service string) (*Store, func(), error) {
-	srv, ok := c.e.ServerConfig(serverURI)
+	srv, ok := c.selfServer(serverURI)
 	if !ok {
 		return nil, nil, status.Errorf(codes.NotFound, "lrs: no server %q in the bootstrap (node ID: %s)", serverURI, c.e.NodeID())
 	}
@@ -85,38 +90,20 @@ func (c *Client) ReportLoadToSelf(serverURI, cluster, service string) (*Store, f
 	return st, cancel, nil
 }
 
-// Close stops every stream and waits for them to end. Load recorded
-// since the last report is not sent. ReportLoad after Close returns a
-// store that reports nowhere.
+// Close ends every stream and returns when they have ended. Each stream
+// first sends the load its stores recorded since their last report, as
+// the last cancel does: Close waits for the server to have read it, or
+// for [FinalReportTimeout] on the engine's clock, whichever comes first.
+// A store's cancel after Close does nothing; ReportLoad after Close
+// returns a store that reports nowhere.
 func (c *Client) Close() {
 	c.mu.Lock()
 	c.closed = true
 	servers := c.servers
 	c.servers = map[string]*server{}
 	for _, s := range servers {
-		s.stop()
+		s.finish()
 	}
 	c.mu.Unlock()
 	c.wg.Wait()
-}
-
-// node is the engine's node with the LRS client feature.
-func (c *Client) node() *corepb.Node {
-	n := c.e.Node()
-	n.ClientFeatures = append(n.ClientFeatures, ClientFeature)
-	return n
-}
-
-// serverKey tells servers apart as the engine does: by URI, credentials
-// and features.
-func serverKey(s bootstrap.ServerConfig) string {
-	var b strings.Builder
-	b.WriteString(s.URI)
-	for _, cc := range s.ChannelCreds {
-		fmt.Fprintf(&b, "\x00c:%s:%s", cc.Type, cc.Config)
-	}
-	for _, cc := range s.CallCreds {
-		fmt.Fprintf(&b, "\x00k:%s:%s", cc.Type, cc.Config)
-	}
-	return b.String()
 }

@@ -17,17 +17,6 @@ import (
 	"github.com/xdsengine/xdsengine/xdstest"
 )
 
-// clusterUpdates is a cds watcher that passes on each update with the
-// server it came from.
-type clusterUpdates chan engine.TypedUpdate[*cds.Cluster]
-
-func (c clusterUpdates) OnResourceChanged(*cds.Cluster, error, func()) {}
-func (c clusterUpdates) OnAmbientError(_ error, done func())           { done() }
-func (c clusterUpdates) OnUpdate(u engine.TypedUpdate[*cds.Cluster], done func()) {
-	defer done()
-	c <- u
-}
-
 // TestReportToSelf: a Cluster whose lrs_server is self, from a real
 // management server that also serves LRS, has its load reported to that
 // server over the engine's own configuration.

@@ -26,7 +26,9 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // loadServer is a real LRS server on loopback: it records every request
-// and answers each stream's first request with settings.
+// and answers each stream's first request with settings (with none if
+// settings is nil); respond sends more. A stream ends when the client
+// half-closes it.
 type loadServer struct {
 	lrspb.UnimplementedLoadReportingServiceServer
 	settings *lrspb.LoadStatsResponse
@@ -36,6 +38,10 @@ type loadServer struct {
 	firsts  []*lrspb.LoadStatsRequest // the first request of each stream
 	streams int
 	open    int
+	// latest is the newest stream: respond sends on it, from the test's
+	// goroutine, while the handler reads.
+	latest lrspb.LoadReportingService_StreamLoadStatsServer
+	sendMu sync.Mutex // one Send at a time
 	// afterReport, if set, is started once, in a goroutine of its own,
 	// when the next report has been read.
 	afterReport func()
@@ -56,8 +62,13 @@ func (s *loadServer) StreamLoadStats(st lrspb.LoadReportingService_StreamLoadSta
 		s.open--
 		s.mu.Unlock()
 	}()
-	if err := st.Send(s.settings); err != nil {
-		return err
+	s.mu.Lock()
+	s.latest = st
+	s.mu.Unlock()
+	if s.settings != nil {
+		if err := s.send(st, s.settings); err != nil {
+			return err
+		}
 	}
 	for {
 		req, err := st.Recv()
@@ -72,6 +83,33 @@ func (s *loadServer) StreamLoadStats(st lrspb.LoadReportingService_StreamLoadSta
 		}
 		s.mu.Unlock()
 	}
+}
+
+// respond sends resp on the newest stream, as a server that changes
+// what it asks for does.
+func (s *loadServer) respond(t *testing.T, resp *lrspb.LoadStatsResponse) {
+	t.Helper()
+	s.mu.Lock()
+	st := s.latest
+	s.mu.Unlock()
+	if st == nil {
+		t.Fatal("respond: no stream")
+	}
+	if err := s.send(st, resp); err != nil {
+		t.Fatalf("respond: %v", err)
+	}
+}
+
+func (s *loadServer) send(st lrspb.LoadReportingService_StreamLoadStatsServer, resp *lrspb.LoadStatsResponse) error {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	return st.Send(resp)
+}
+
+func (s *loadServer) openStreams() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.open
 }
 
 // serve starts the service on addr ("127.0.0.1:0" for any port) and
@@ -352,11 +390,7 @@ func TestCancelEndsStream(t *testing.T) {
 	defer c.Close()
 	_, cancel1, _ := c.ReportLoadToSelf(addr, "a", "")
 	_, cancel2, _ := c.ReportLoadToSelf(addr, "b", "")
-	open := func() int {
-		srv.mu.Lock()
-		defer srv.mu.Unlock()
-		return srv.open
-	}
+	open := srv.openStreams
 	waitFor(t, "the stream", func() bool { return open() == 1 })
 	cancel1()
 	cancel1()

@@ -13,8 +13,9 @@ type Locality struct {
 
 // Store holds the load of one cluster and EDS service name: what a data
 // plane records, call by call, and what the reporter sends and resets
-// each interval. Its methods are safe for concurrent use by any number of
-// goroutines.
+// each interval. Record calls on the [LocalityStats] of each locality,
+// kept ([Store.Locality]). Its methods are safe for concurrent use by
+// any number of goroutines.
 type Store struct {
 	cluster, service string
 
@@ -39,8 +40,8 @@ func (s *Store) Cluster() string { return s.cluster }
 func (s *Store) Service() string { return s.service }
 
 // Locality returns the counters of one locality. Keep the result for the
-// locality's calls: recording through it is a few atomic additions, with
-// no lookup.
+// locality's calls and record them on it: recording is then a few atomic
+// additions, with no lookup.
 func (s *Store) Locality(l Locality) *LocalityStats {
 	if v, ok := s.localities.Load(l); ok {
 		return v.(*LocalityStats)
@@ -49,15 +50,18 @@ func (s *Store) Locality(l Locality) *LocalityStats {
 	return v.(*LocalityStats)
 }
 
-// CallStarted records a call to an endpoint of locality l.
+// CallStarted records a call to an endpoint of locality l. It looks l up
+// on every call, which costs several times the recording itself: keep
+// [Store.Locality]'s result instead where the locality is known ahead.
 func (s *Store) CallStarted(l Locality) { s.Locality(l).CallStarted() }
 
 // CallFinished records the end of a call to locality l; err is its
-// outcome.
+// outcome. It looks l up, as CallStarted does.
 func (s *Store) CallFinished(l Locality, err error) { s.Locality(l).CallFinished(err) }
 
 // CallServerLoad records a named load metric reported for a call to
-// locality l (ORCA's named metrics, as gRPC reports them).
+// locality l (ORCA's named metrics, as gRPC reports them). It looks l
+// up, as CallStarted does.
 func (s *Store) CallServerLoad(l Locality, name string, value float64) {
 	s.Locality(l).CallServerLoad(name, value)
 }
@@ -158,6 +162,13 @@ func (s *Store) take(now time.Time) snapshot {
 	s.dropsMu.Unlock()
 	snap.dropsTotal = s.dropsTotal.Swap(0)
 	return snap
+}
+
+// restart drops what the store has recorded, but for the calls in
+// progress, and begins its period at now: it is billed from then on.
+func (s *Store) restart(now time.Time) {
+	s.take(now)
+	s.lastReport = now
 }
 
 // restore puts back a snapshot whose report could not be sent, so that

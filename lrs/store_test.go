@@ -58,13 +58,13 @@ func TestUnsentReportIsKept(t *testing.T) {
 // back.
 func TestReportFailureRestores(t *testing.T) {
 	c := &Client{e: nil}
-	s := &server{c: c, stores: map[storeKey]*storeRef{}}
+	s := &server{c: c, stores: map[storeKey]*storeRef{}, settings: &lrspb.LoadStatsResponse{SendAllClusters: true}}
 	st := newStore("c", "", time.Unix(0, 0))
 	s.stores[storeKey{"c", ""}] = &storeRef{store: st, refs: 1}
 	st.CallStarted(Locality{})
 	st.CallFinished(Locality{}, nil)
 	fs := &failingStream{}
-	if s.reportAt(fs, &lrspb.LoadStatsResponse{SendAllClusters: true}, time.Unix(5, 0)) {
+	if _, err := s.reportAt(fs, time.Unix(5, 0)); err == nil {
 		t.Fatal("report succeeded on a failing stream")
 	}
 	if fs.sends != 1 {

@@ -13,21 +13,31 @@ import (
 // error_detail is larger than the resource itself.
 const MaxFieldErrors = 64
 
-// FieldError is one broken rule of one field of a resource, as a NACK
-// names it: "field: rule". Decoders and validators of any type use it, so
-// that every NACK reads alike.
+// FieldError is one broken rule of one field, as a NACK names it:
+// "field: rule". Decoders and validators of any type use it, and so do the
+// credential types of a bootstrap, so that every such error reads alike.
 type FieldError struct {
 	Field string // e.g. "virtual_hosts[0].routes[2].route.weighted_clusters"
-	Rule  string // e.g. "total weight is 0"
+	Rule  string // e.g. "total weight is 0"; when "", Err's text
+	// Err is the error the problem was found through, if any (a file that
+	// cannot be read), for errors.Is and errors.As.
+	Err error
 }
 
 // Error returns "field: rule", or the rule alone when the field is "".
 func (e *FieldError) Error() string {
-	if e.Field == "" {
-		return e.Rule
+	rule := e.Rule
+	if rule == "" && e.Err != nil {
+		rule = e.Err.Error()
 	}
-	return e.Field + ": " + e.Rule
+	if e.Field == "" {
+		return rule
+	}
+	return e.Field + ": " + rule
 }
+
+// Unwrap returns Err.
+func (e *FieldError) Unwrap() error { return e.Err }
 
 // FieldErrors collects the field errors of one resource, so that a single
 // NACK lists every problem, each naming its field path and the rule it
@@ -112,11 +122,11 @@ func oneLine(errs []error) string {
 
 // FieldWithin returns err with its field path put under prefix: how a
 // resource reports the errors of a message nested in it. An error that is
-// not a *FieldError becomes the rule of prefix itself.
+// not a *FieldError becomes the rule of prefix itself, and its Err.
 func FieldWithin(prefix string, err error) *FieldError {
 	var fe *FieldError
 	if !errors.As(err, &fe) {
-		return &FieldError{Field: prefix, Rule: err.Error()}
+		return &FieldError{Field: prefix, Rule: err.Error(), Err: err}
 	}
 	field := prefix
 	switch {
@@ -126,5 +136,5 @@ func FieldWithin(prefix string, err error) *FieldError {
 	default:
 		field += "." + fe.Field
 	}
-	return &FieldError{Field: field, Rule: fe.Rule}
+	return &FieldError{Field: field, Rule: fe.Rule, Err: fe.Err}
 }

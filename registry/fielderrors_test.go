@@ -2,6 +2,8 @@ package registry
 
 import (
 	"errors"
+	"io/fs"
+	"os"
 	"strings"
 	"testing"
 
@@ -38,5 +40,33 @@ func TestFieldErrorsCap(t *testing.T) {
 	}
 	if e.Len() != MaxFieldErrors+10 || !strings.HasSuffix(e.Err().Error(), "; and 10 more errors") {
 		t.Fatalf("Len %d, Err %q", e.Len(), e.Err())
+	}
+}
+
+// TestFieldErrorCause: a field error found through another error (a file
+// that cannot be read) reads as "field: that error" and keeps it for
+// errors.Is, also once put under a prefix.
+func TestFieldErrorCause(t *testing.T) {
+	_, openErr := os.Open("/nonexistent/ca.pem")
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"cause only", &FieldError{Field: "ca_certificate_file", Err: openErr}, "ca_certificate_file: " + openErr.Error()},
+		{"rule and cause", &FieldError{Field: "ca_certificate_file", Rule: "cannot be read", Err: openErr}, "ca_certificate_file: cannot be read"},
+		{"within", FieldWithin("channel_creds[0].config", &FieldError{Field: "ca_certificate_file", Err: openErr}),
+			"channel_creds[0].config.ca_certificate_file: " + openErr.Error()},
+		{"plain error within", FieldWithin("config", openErr), "config: " + openErr.Error()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.err.Error() != tt.want {
+				t.Errorf("Error() = %q, want %q", tt.err, tt.want)
+			}
+			if !errors.Is(tt.err, fs.ErrNotExist) {
+				t.Errorf("errors.Is(%v, fs.ErrNotExist) = false", tt.err)
+			}
+		})
 	}
 }

@@ -110,6 +110,9 @@ func (t ResourceType) ReadName(raw []byte) (name []byte, ok bool) {
 type ServerInfo struct {
 	URI      string
 	Features features.Set
+	// Delta says that the server speaks incremental xDS, whose features
+	// (such as glob collections, xRFC TP1) State of the World lacks.
+	Delta bool
 }
 
 // DecodeOptions is what a decoder and a validator learn besides the bytes.
@@ -131,6 +134,15 @@ type DecodeOptions struct {
 	// bytes (for Equal, or to give the proto back) does not copy them a
 	// second time. Other callers leave it false; see [DecodeOptions.KeepRaw].
 	OwnsRaw bool
+	// CertificateProviders, when set, reports whether the bootstrap
+	// defines the certificate provider instance called name (its
+	// "certificate_providers"). Types whose resources name instances
+	// (Cluster, Listener) then reject a resource naming one it does not
+	// know, as gRPC does (gRFC A29). An engine sets it from its bootstrap
+	// unless its Config turns the check off. Nil means names are not
+	// checked: a decoder called on its own, by a tool, has no bootstrap
+	// to check them against.
+	CertificateProviders func(name string) bool
 }
 
 // KeepRaw returns raw for a decoder to keep: raw itself when the caller

@@ -24,6 +24,13 @@ type BootstrapOptions struct {
 	// Authorities are the bootstrap's "authorities" (gRFC A47), by name,
 	// for clients that watch xdstp:// resource names.
 	Authorities map[string]Authority
+	// ServerListenerResourceNameTemplate names an xDS-enabled server's
+	// Listener (gRFC A36), such as "grpc/server?xds.resource.listening_address=%s".
+	ServerListenerResourceNameTemplate string
+	// CertificateProviders are the bootstrap's "certificate_providers"
+	// (gRFC A29), by instance name. A file_watcher's config must name
+	// files, as gRPC requires.
+	CertificateProviders map[string]bootstrap.CertificateProvider
 }
 
 // Authority is one entry of [BootstrapOptions.Authorities].
@@ -79,6 +86,20 @@ func (s *Server) Bootstrap(opts BootstrapOptions) []byte {
 			auths[name] = authority{Servers: entries(a.Servers), FallbackOnReachabilityOnly: a.FallbackOnReachabilityOnly}
 		}
 		root["authorities"] = auths
+	}
+	if opts.ServerListenerResourceNameTemplate != "" {
+		root["server_listener_resource_name_template"] = opts.ServerListenerResourceNameTemplate
+	}
+	if len(opts.CertificateProviders) > 0 {
+		type provider struct {
+			PluginName string          `json:"plugin_name"`
+			Config     json.RawMessage `json:"config,omitempty"`
+		}
+		providers := make(map[string]provider, len(opts.CertificateProviders))
+		for name, p := range opts.CertificateProviders {
+			providers[name] = provider{PluginName: p.PluginName, Config: p.Config}
+		}
+		root["certificate_providers"] = providers
 	}
 	b, err := json.MarshalIndent(root, "", "  ")
 	if err != nil {

@@ -27,7 +27,9 @@
 // [Listener], [RouteConfig], [Cluster], [ClusterLoadAssignment] and
 // [Collection] build small resources that gRPC's validation accepts: an
 // API listener on RDS, a route to one cluster, an EDS cluster, endpoints
-// by locality (inline or in LEDS collections).
+// by locality (inline or in LEDS collections). [ServerListener] builds an
+// xDS-enabled gRPC server's Listener (gRFC A36) of several filter chains,
+// with TLS and RBAC, and [ServerRouteConfig] a server's routes.
 //
 // A program uses [Start] and [Server.Close] instead of NewServer. Close
 // ends every goroutine of the server.

@@ -26,16 +26,17 @@ const resolveUsage = `Usage: xdsctl resolve [--bootstrap FILE] [--timeout 10s] [
 
 Resolves the Listener LISTENER the way a gRPC client does, following its
 route configuration, clusters, endpoints and LEDS collections, and prints
-the resolved tree once, then each cluster's resolution note (the ambient
-errors on its branch, or the xDS node ID when there are none):
+the resolved tree once:
 
   Listener listener.example.com: RDS route-1
   └─ RouteConfiguration route-1: all [*]: 1 route → cluster-a
      └─ Cluster cluster-a: EDS eds-a, round_robin
         └─ ClusterLoadAssignment eds-a: region/zone-1 p0 w1: 10.0.0.1:80
 
-  Resolution notes:
-    Cluster cluster-a: xDS node ID: my-node
+When a resource of the tree has an ambient error (a newer version was
+rejected, or its server cannot be reached), the tree holds the last good
+version and "Resolution notes:" follow, one line per cluster whose branch
+has such errors, naming them (gRFC A88).
 
 While the server cannot be reached (UNAVAILABLE: not up yet, or
 restarting) resolve keeps trying until --timeout. If a resource in the
@@ -103,25 +104,41 @@ func runResolve(ctx context.Context, c *command, args []string, stdout, stderr i
 		}
 		return fail(c, stderr, fmt.Errorf("listener %q did not resolve: %w\n%s", listener, err, cacheState(reg, cc)))
 	}
-	ev := graphEvent{g: g}
-	var b strings.Builder
-	b.WriteString(ev.g.String())
+	if _, err := io.WriteString(stdout, g.String()+resolutionNotes(reg, g)); err != nil {
+		return fail(c, stderr, err)
+	}
+	return exitOK
+}
+
+// resolutionNotes lists the resolution note (gRFC A88) of each cluster
+// whose branch has ambient errors: the tree printed holds the last good
+// versions there, and the notes say why nothing newer is in use. It is ""
+// when no resource has an ambient error, the usual case.
+func resolutionNotes(reg *registry.Registry, g *graph.Graph) string {
+	ambient := false
 	var clusters []registry.Ref
-	ev.g.Walk(func(_ int, n *graph.Node) {
+	g.Walk(func(_ int, n *graph.Node) {
+		ambient = ambient || n.Ambient != nil
 		if n.Ref.TypeURL == cds.TypeURL && !slices.Contains(clusters, n.Ref) {
 			clusters = append(clusters, n.Ref)
 		}
 	})
-	if len(clusters) > 0 {
-		b.WriteString("\nResolution notes:\n")
-		for _, r := range clusters {
-			fmt.Fprintf(&b, "  %s %s: %s\n", typeName(reg, r.TypeURL), r.Name, ev.g.ResolutionNote(r))
+	if !ambient {
+		return ""
+	}
+	// A branch without ambient errors has the note of a branch with no
+	// resources at all (the xDS node ID); it says nothing worth a line.
+	clean := g.ResolutionNote(registry.Ref{})
+	var b strings.Builder
+	for _, r := range clusters {
+		if note := g.ResolutionNote(r); note != clean {
+			fmt.Fprintf(&b, "  %s %s: %s\n", typeName(reg, r.TypeURL), r.Name, note)
 		}
 	}
-	if _, err := io.WriteString(stdout, b.String()); err != nil {
-		return fail(c, stderr, err)
+	if b.Len() == 0 {
+		return ""
 	}
-	return exitOK
+	return "\nResolution notes:\n" + b.String()
 }
 
 // watchGraph watches root's graph, keeping only the newest event: a

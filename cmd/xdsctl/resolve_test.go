@@ -2,10 +2,17 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+
+	"github.com/xdsengine/xdsengine/types/cds"
+	"github.com/xdsengine/xdsengine/types/leds"
 	"github.com/xdsengine/xdsengine/xdstest"
 )
 
@@ -26,6 +33,8 @@ func chain(cluster string) []xdstest.Resource {
 	}
 }
 
+// TestResolve prints the tree and nothing else: with no ambient error
+// there is no resolution note worth printing.
 func TestResolve(t *testing.T) {
 	srv := xdstest.NewServer(t, xdstest.Options{})
 	srv.Set(chain("c1")...)
@@ -40,9 +49,6 @@ func TestResolve(t *testing.T) {
    └─ Cluster c1: EDS eds-1, xds_wrr_locality_experimental(round_robin)
       └─ ClusterLoadAssignment eds-1: region/z1 p0 w1: 10.0.0.1:80 | region/z2 p0 w1 (LEDS): 10.0.1.1:80 [::1]:81
          └─ LbEndpointCollection ` + collectionZ2 + `: 2 endpoints: 10.0.1.1:80 [::1]:81
-
-Resolution notes:
-  Cluster c1: xDS node ID: ` + testNodeID + `
 `
 	if r.stdout != want {
 		t.Fatalf("stdout:\n%s\nwant:\n%s", r.stdout, want)
@@ -51,6 +57,62 @@ Resolution notes:
 		t.Errorf("stderr not empty:\n%s", r.stderr)
 	}
 	t.Logf("resolve output:\n%s", r.stdout)
+}
+
+// TestResolveNotesAmbientErrors: when the tree resolves with an ambient
+// error on a branch (here a newer version of the cluster was NACKed while
+// an endpoint collection was still awaited), the resolution notes name it
+// for that cluster only.
+func TestResolveNotesAmbientErrors(t *testing.T) {
+	srv := xdstest.NewServer(t, xdstest.Options{})
+	// c2 shares the route's listener but not the branch of c1's bad
+	// update; the collection of eds-1 is held back.
+	route := xdstest.RouteConfig("route-1", "c1")
+	route.VirtualHosts[0].Routes = append(route.VirtualHosts[0].Routes, xdstest.RouteConfig("route-1", "c2").VirtualHosts[0].Routes[0])
+	route.VirtualHosts[0].Routes[0].Match = &routepb.RouteMatch{PathSpecifier: &routepb.RouteMatch_Prefix{Prefix: "/one"}}
+	goodC1 := xdstest.R("c1", xdstest.Cluster("c1", "eds-1"))
+	c2 := xdstest.R("c2", xdstest.Cluster("c2", "eds-2"))
+	srv.Set(
+		xdstest.R("listener.example", xdstest.Listener("listener.example", "route-1")),
+		xdstest.R("route-1", route),
+		goodC1, c2,
+		xdstest.R("eds-1", xdstest.ClusterLoadAssignment("eds-1", xdstest.Locality{Zone: "z2", Collection: collectionZ2})),
+		xdstest.R("eds-2", xdstest.ClusterLoadAssignment("eds-2", xdstest.Locality{Zone: "z1", Endpoints: []string{"10.0.0.2:80"}})),
+	)
+	bs := writeBootstrap(t, srv.Addr())
+
+	done := make(chan result, 1)
+	go func() { done <- runSync(t, "resolve", "--bootstrap", bs, "--timeout", "20s", "listener.example") }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := srv.WaitForRequest(ctx, func(r *discoverypb.DiscoveryRequest) bool {
+		return r.GetTypeUrl() == leds.TypeURL && slices.Contains(r.GetResourceNames(), collectionZ2)
+	}); err != nil {
+		t.Fatalf("the collection was never asked for: %v", err)
+	}
+	badC1 := xdstest.Cluster("c1", "eds-1")
+	badC1.ClusterDiscoveryType = &clusterpb.Cluster_Type{Type: clusterpb.Cluster_STATIC}
+	srv.Update(cds.TypeURL, xdstest.R("c1", badC1), c2)
+	if _, err := srv.WaitForRequest(ctx, func(r *discoverypb.DiscoveryRequest) bool {
+		return r.GetTypeUrl() == cds.TypeURL && r.GetErrorDetail() != nil
+	}); err != nil {
+		t.Fatalf("the bad cluster was not NACKed: %v", err)
+	}
+	srv.Update(leds.TypeURL, xdstest.Wrapped(collectionZ2, xdstest.Collection("10.0.1.1:80")))
+
+	r := <-done
+	if r.code != exitOK {
+		t.Fatalf("exit status %d, want 0; stderr:\n%s", r.code, r.stderr)
+	}
+	tree, notes, ok := strings.Cut(r.stdout, "\nResolution notes:\n")
+	if !ok || !strings.Contains(tree, "Cluster c1: EDS eds-1") {
+		t.Fatalf("stdout has no tree with the last good c1 and notes:\n%s", r.stdout)
+	}
+	want := `  Cluster c1: Cluster resource "c1": invalid resource: type: discovery type STATIC is not supported`
+	if lines := strings.Split(strings.TrimSuffix(notes, "\n"), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
+		t.Errorf("notes:\n%s\nwant one line, for c1, starting %q", notes, want)
+	}
+	t.Logf("stdout:\n%s", r.stdout)
 }
 
 // TestResolveMissingCluster fails naming the cluster the route points at

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -88,7 +87,7 @@ Exit status:
   0  success; for watch, stopped by SIGINT or SIGTERM
   1  failure: unreadable bootstrap, unreachable server, a resource missing
      or invalid, a timeout
-  2  usage error
+  2  usage error, told in one line that names the problem and the help to read
 
 Run "xdsctl help COMMAND" for a command's flags and output.
 `
@@ -157,14 +156,11 @@ func usageLine(stderr io.Writer, who, problem, helpCmd string) int {
 	return exitUsage
 }
 
-// versionLine says which xdsctl this is: the module version it was built
-// from ("(devel)" in a work tree) and the Go version.
+// versionLine says which xdsctl this is: the version of the xdsengine
+// module it was built from, which holds xdsctl and the engine alike
+// ([engine.Version]), and the Go version.
 func versionLine() string {
-	version := "(devel)"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		version = bi.Main.Version
-	}
-	return fmt.Sprintf("xdsctl %s (xdsengine engine %s, %s %s/%s)", version, engine.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return fmt.Sprintf("xdsctl %s (%s %s/%s)", engine.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 // fail reports err for command c and returns the exit status it calls

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/types/eds"
 	"github.com/xdsengine/xdsengine/types/lds"
@@ -98,7 +99,7 @@ func TestUsage(t *testing.T) {
 		noStdout bool
 	}{
 		// Help and version: stdout, status 0.
-		{args: []string{"--version"}, code: exitOK, stdout: "xdsctl (devel) (xdsengine engine "},
+		{args: []string{"--version"}, code: exitOK, stdout: "xdsctl " + engine.Version + " (go1."},
 		{args: []string{"version"}, code: exitOK, stdout: "go1."},
 		{args: []string{"help"}, code: exitOK, stdout: "Exit status:\n  0  success"},
 		{args: []string{"-h"}, code: exitOK, stdout: "xdsctl watch   [flags] TYPE NAME..."},

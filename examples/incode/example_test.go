@@ -1,23 +1,15 @@
-package incode_test
+package main
 
 import (
-	"fmt"
 	"log"
 	"os"
 
-	"google.golang.org/grpc/status"
-
 	"github.com/xdsengine/xdsengine/bootstrap"
-	"github.com/xdsengine/xdsengine/engine"
-	"github.com/xdsengine/xdsengine/graph"
-	"github.com/xdsengine/xdsengine/registry"
-	"github.com/xdsengine/xdsengine/types/builtin"
-	"github.com/xdsengine/xdsengine/types/lds"
 	"github.com/xdsengine/xdsengine/xdstest"
 )
 
-// Example is the README's "In code": resolve a listener from the
-// management server named by the bootstrap in the environment.
+// Example runs the README's "In code" program against an embedded
+// management server that serves example.com.
 func Example() {
 	srv, err := xdstest.Start(xdstest.Options{})
 	if err != nil {
@@ -34,35 +26,7 @@ func Example() {
 	os.Setenv(bootstrap.EnvConfig, string(srv.Bootstrap(xdstest.BootstrapOptions{})))
 	defer os.Unsetenv(bootstrap.EnvConfig)
 
-	// README begin
-	bs, err := bootstrap.FromEnv() // GRPC_XDS_BOOTSTRAP or GRPC_XDS_BOOTSTRAP_CONFIG
-	if err != nil {
-		log.Fatal(err)
-	}
-	e, err := engine.New(engine.Config{Bootstrap: bs, Registry: builtin.Registry(), Target: "xds:///example.com"})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer e.Close()
-
-	resolved := make(chan *graph.Graph, 1)
-	root := registry.Ref{TypeURL: lds.TypeURL, Name: "example.com"}
-	cancel := graph.Watch(e, root, graph.WatcherFunc(func(g *graph.Graph, err error, done func()) {
-		defer done() // flow control: the next response is read once every watcher is done
-		if err != nil {
-			log.Printf("cannot resolve: %v (code %s)", err, status.Code(err))
-			return
-		}
-		select {
-		case resolved <- g: // the first resolution; later ones follow each change
-		default:
-		}
-	}))
-	defer cancel()
-
-	fmt.Print(<-resolved) // listener → route configuration → clusters → endpoints
-	// README end
-
+	main()
 	// Output:
 	// Listener example.com: RDS routes
 	// └─ RouteConfiguration routes: all [*]: 1 route → backend

@@ -1,19 +1,15 @@
-package incode_test
+package main
 
 import (
 	"os"
 	"strings"
 	"testing"
-
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// TestREADMEShowsExample: the README's "In code" block is Example's body
-// between the README markers, so the README cannot drift from code that
-// runs.
-func TestREADMEShowsExample(t *testing.T) {
+// TestREADMEShowsMain: the README's "In code" block is main.go as it is,
+// imports included, so the README cannot drift from the program the
+// tests run.
+func TestREADMEShowsMain(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -28,17 +24,11 @@ func TestREADMEShowsExample(t *testing.T) {
 	}
 	block, _, _ = strings.Cut(block, "```")
 
-	src, err := os.ReadFile("example_test.go")
+	src, err := os.ReadFile("main.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, body, _ := strings.Cut(string(src), "\t// README begin\n")
-	body, _, _ = strings.Cut(body, "\t// README end\n")
-	var want strings.Builder
-	for _, line := range strings.SplitAfter(body, "\n") {
-		want.WriteString(strings.TrimPrefix(line, "\t"))
-	}
-	if block != want.String() {
-		t.Errorf("README's In code block differs from Example's body.\nREADME:\n%s\nExample:\n%s", block, want.String())
+	if block != string(src) {
+		t.Errorf("README's In code block differs from main.go.\nREADME:\n%s\nmain.go:\n%s", block, src)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/types/eds"
 	"github.com/xdsengine/xdsengine/types/lds"
+	"github.com/xdsengine/xdsengine/types/leds"
 	"github.com/xdsengine/xdsengine/xdstest"
 )
 
@@ -165,7 +166,7 @@ func run(ctx context.Context, out io.Writer, delta bool) error {
 
 	// 4. An update on the primary: one endpoint more in z2, and nothing
 	// else changes.
-	primary.Update(leds(), xdstest.Wrapped(collectionZ1, xdstest.Collection("10.0.1.1:8080")),
+	primary.Update(leds.TypeURL, xdstest.Wrapped(collectionZ1, xdstest.Collection("10.0.1.1:8080")),
 		xdstest.Wrapped(collectionZ2, xdstest.Collection("10.0.2.1:8080", "10.0.2.2:8080", "10.0.2.3:8080")))
 	if g, err = await("the update", withEndpoints("10.0.1.1:8080", "10.0.2.1:8080", "10.0.2.2:8080", "10.0.2.3:8080")); err != nil {
 		return err
@@ -222,8 +223,6 @@ func chain(g *graph.Graph) string {
 	})
 	return strings.Join(steps, " → ") + fmt.Sprintf(" → endpoints %v", endpoints(g))
 }
-
-func leds() string { return "type.googleapis.com/envoy.config.endpoint.v3.LbEndpointCollection" }
 
 // endpoints lists the addresses of the resolved assignment, locality by
 // locality.

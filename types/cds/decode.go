@@ -45,7 +45,7 @@ func (d decoder) decode(raw []byte, opts registry.DecodeOptions) (registry.Decod
 	discoveryType(pb, c, &errs)
 	lb := lbConverter{custom: d.customLBPolicy, errs: &errs}
 	lb.convert(pb, &c.LBPolicy)
-	c.TLS = upstreamTLS(pb, &errs)
+	c.TLS = upstreamTLS(pb, opts, &errs)
 	if lrs := pb.GetLrsServer(); lrs != nil {
 		if lrs.GetSelf() == nil {
 			errs.Add("lrs_server", "must have self set")

@@ -47,7 +47,12 @@
 //     verify_certificate_spki/hash, require_signed_certificate_timestamp,
 //     crl and custom_validator_config are rejected;
 //     match_subject_alt_names must be valid string matchers.
-//     transport_socket_matches is rejected, as grpc-go rejects it.
+//     transport_socket_matches is rejected, as grpc-go rejects it. Every
+//     certificate provider instance named must be in the bootstrap's
+//     certificate_providers, when registry.DecodeOptions.CertificateProviders
+//     says which are: an engine sets it from its bootstrap unless
+//     engine.Config.IgnoreCertificateProviders is set, and a decoder called
+//     on its own leaves the names unchecked.
 //
 // Errors name the field path and the rule, for instance
 // "ring_hash_lb_config.minimum_ring_size: 0 out of range [1, 8388608]",
@@ -55,9 +60,6 @@
 //
 // # Deliberate differences from gRPC
 //
-//   - Certificate provider instance names are recorded, not checked
-//     against a bootstrap: the decoder does not know the client's. The
-//     consumer must check them.
 //   - A TypedStruct LB policy is supported only if
 //     [Options.CustomLBPolicy] says so, since the decoder cannot see the
 //     client's LB policy registry.

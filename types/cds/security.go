@@ -11,6 +11,7 @@ import (
 	matcherpb "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/xdsengine/xdsengine/types/internal/certprovider"
 	"github.com/xdsengine/xdsengine/types/internal/validation"
 )
 
@@ -18,8 +19,8 @@ const upstreamTLSContextTypeName = "envoy.extensions.transport_sockets.tls.v3.Up
 
 // UpstreamTLS is the TLS configuration of a Cluster's transport socket
 // (gRFC A29). Certificates come from certificate provider instances the
-// client's bootstrap defines; checking that the named instances exist is
-// left to the client.
+// client's bootstrap defines; the decoder checks that they exist when
+// registry.DecodeOptions.CertificateProviders says which do.
 type UpstreamTLS struct {
 	// RootCerts names the provider of the CA certificates, unless
 	// UseSystemRootCerts is set.
@@ -66,7 +67,9 @@ type StringMatcher struct {
 // upstreamTLS applies gRFC A29 as C-core's UpstreamTlsContextParse and
 // CommonTlsContextParse do, plus grpc-go's refusal of
 // transport_socket_matches, which would otherwise be silently ignored.
-func upstreamTLS(pb *clusterpb.Cluster, errs *registry.FieldErrors) *UpstreamTLS {
+// Certificate provider instances must be in the bootstrap, when opts
+// says which are.
+func upstreamTLS(pb *clusterpb.Cluster, opts registry.DecodeOptions, errs *registry.FieldErrors) *UpstreamTLS {
 	if len(pb.GetTransportSocketMatches()) > 0 {
 		errs.Add("transport_socket_matches", "not supported")
 	}
@@ -97,11 +100,15 @@ func upstreamTLS(pb *clusterpb.Cluster, errs *registry.FieldErrors) *UpstreamTLS
 		return out
 	}
 	haveCA := false
+	// rootField is the path of the CA provider's instance name.
+	var rootField string
 	switch {
 	case common.GetCombinedValidationContext() != nil:
 		combined := common.GetCombinedValidationContext()
+		const at = cat + ".combined_validation_context"
 		if def := combined.GetDefaultValidationContext(); def != nil {
-			haveCA = validationContext(def, cat+".combined_validation_context.default_validation_context", out, errs)
+			haveCA = validationContext(def, at+".default_validation_context", out, errs)
+			rootField = at + ".default_validation_context.ca_certificate_provider_instance.instance_name"
 		}
 		// The deprecated way to name the CA provider, still honoured when
 		// the default validation context names none.
@@ -111,15 +118,19 @@ func upstreamTLS(pb *clusterpb.Cluster, errs *registry.FieldErrors) *UpstreamTLS
 				out.RootCerts = CertProviderInstance{InstanceName: pi.GetInstanceName(), CertificateName: pi.GetCertificateName()}
 				out.UseSystemRootCerts = false
 				haveCA = true
+				rootField = at + ".validation_context_certificate_provider_instance.instance_name"
 			}
 		}
 	case common.GetValidationContext() != nil:
 		haveCA = validationContext(common.GetValidationContext(), cat+".validation_context", out, errs)
+		rootField = cat + ".validation_context.ca_certificate_provider_instance.instance_name"
 	case common.GetValidationContextSdsSecretConfig() != nil:
 		errs.Add(cat+".validation_context_sds_secret_config", "not supported")
 	}
 	if !haveCA {
 		errs.Add(cat, "no CA certs configured")
+	} else if !out.UseSystemRootCerts {
+		certprovider.Check(opts, rootField, out.RootCerts.InstanceName, errs)
 	}
 
 	//lint:ignore SA1019 C-core still honours this deprecated way to name the identity provider.
@@ -128,8 +139,10 @@ func upstreamTLS(pb *clusterpb.Cluster, errs *registry.FieldErrors) *UpstreamTLS
 	case common.GetTlsCertificateProviderInstance() != nil:
 		pi := common.GetTlsCertificateProviderInstance()
 		out.IdentityCerts = &CertProviderInstance{InstanceName: pi.GetInstanceName(), CertificateName: pi.GetCertificateName()}
+		certprovider.Check(opts, cat+".tls_certificate_provider_instance.instance_name", pi.GetInstanceName(), errs)
 	case legacyIdentity != nil:
 		out.IdentityCerts = &CertProviderInstance{InstanceName: legacyIdentity.GetInstanceName(), CertificateName: legacyIdentity.GetCertificateName()}
+		certprovider.Check(opts, cat+".tls_certificate_certificate_provider_instance.instance_name", legacyIdentity.GetInstanceName(), errs)
 	default:
 		if len(common.GetTlsCertificates()) > 0 {
 			errs.Add(cat+".tls_certificates", "not supported")

@@ -154,7 +154,11 @@ func globMember(t *testing.T, name string, lb *endpointpb.LbEndpoint) registry.G
 // takes its members' endpoints, in member-name order.
 func TestComposeGlobCollection(t *testing.T) {
 	const glob = "xdstp://xdstest.example/envoy.config.endpoint.v3.LbEndpoint/backend/z/*"
-	decoded := decode(t, cla(ledsLocality("z", 0, glob)))
+	res, err := eds.Type.Decode(marshal(t, cla(ledsLocality("z", 0, glob))), registry.DecodeOptions{Server: registry.ServerInfo{Delta: true}})
+	if err != nil {
+		t.Fatalf("Decode() from an incremental server: %v", err)
+	}
+	decoded := res.Resource.(*eds.ClusterLoadAssignment)
 	ref := registry.Ref{TypeURL: leds.EndpointTypeURL, Name: glob}
 	if refs := eds.Type.Refs(decoded); !cmp.Equal(refs, []registry.Ref{ref}) {
 		t.Fatalf("Refs = %v, want %v", refs, ref)

@@ -10,8 +10,10 @@ import (
 	typepb "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/xdsengine/xdsengine/internal/xdsname"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/internal/lbendpoint"
+	"github.com/xdsengine/xdsengine/types/leds"
 )
 
 // decode reads the resource with its endpoints left as bytes, which
@@ -47,7 +49,7 @@ func convert(raw []byte, cla *endpointpb.ClusterLoadAssignment, locs []localityB
 	if name == "" {
 		errs.Add("cluster_name", "must be non-empty")
 	}
-	localities, ok := convertLocalities(cla.GetEndpoints(), locs, !opts.Switches.DisableEndpointFallback, &errs)
+	localities, ok := convertLocalities(cla.GetEndpoints(), locs, ledsSupportOf(opts), &errs)
 	if !ok {
 		return registry.DecodeResult{}, nil, false
 	}
@@ -73,7 +75,7 @@ type priorityLocality struct {
 // gRFC A95's LEDS rules (grpc-java parseLocalityLbEndpoints).
 // locs, when not nil, are the bytes of the localities, whose lb_endpoints
 // in lack; it reports false if one of those does not parse.
-func convertLocalities(in []*endpointpb.LocalityLbEndpoints, locs []localityBytes, leds bool, errs *registry.FieldErrors) ([]Locality, bool) {
+func convertLocalities(in []*endpointpb.LocalityLbEndpoints, locs []localityBytes, leds ledsSupport, errs *registry.FieldErrors) ([]Locality, bool) {
 	c := newLocalityConverter(in, locs, leds, errs)
 	for i, l := range in {
 		if l.GetLoadBalancingWeight().GetValue() == 0 {
@@ -95,7 +97,7 @@ func convertLocalities(in []*endpointpb.LocalityLbEndpoints, locs []localityByte
 // localityConverter converts the localities of one resource, sharing one
 // backing array for all their endpoints.
 type localityConverter struct {
-	leds bool
+	leds ledsSupport
 	errs *registry.FieldErrors
 	out  []Locality
 	// locs are the localities' bytes, or nil (see convertLocalities).
@@ -111,14 +113,14 @@ type localityConverter struct {
 // newLocalityConverter sizes everything up front, so that a resource of
 // any size costs a handful of allocations beyond what proto.Unmarshal
 // made.
-func newLocalityConverter(in []*endpointpb.LocalityLbEndpoints, locs []localityBytes, leds bool, errs *registry.FieldErrors) *localityConverter {
+func newLocalityConverter(in []*endpointpb.LocalityLbEndpoints, locs []localityBytes, leds ledsSupport, errs *registry.FieldErrors) *localityConverter {
 	kept, endpointCount := 0, 0
 	for i, l := range in {
 		if l.GetLoadBalancingWeight().GetValue() == 0 {
 			continue
 		}
 		kept++
-		if !leds || l.GetLedsClusterLocalityConfig() == nil {
+		if leds == ledsOff || l.GetLedsClusterLocalityConfig() == nil {
 			if locs != nil {
 				endpointCount += locs[i].endpoints
 			} else {
@@ -154,7 +156,7 @@ func (c *localityConverter) convert(i int, l *endpointpb.LocalityLbEndpoints) bo
 	}
 	c.checkLocality(at, loc)
 	switch ledsCfg := l.GetLedsClusterLocalityConfig(); {
-	case c.leds && ledsCfg != nil:
+	case c.leds != ledsOff && ledsCfg != nil:
 		loc.LEDSCollection = c.collection(at, ledsCfg)
 		if c.locs != nil && !c.locs[i].parses() {
 			return false
@@ -190,7 +192,39 @@ func (c *localityConverter) checkLocality(at func() string, loc Locality) {
 	c.maxPriority = max(c.maxPriority, loc.Priority)
 }
 
-// collection checks a locality whose endpoints come from a LEDS list
+// ledsSupport is what a locality's leds_cluster_locality_config may
+// name, given the engine's switches and the server the resource came from.
+type ledsSupport int
+
+const (
+	// ledsOff: the config is ignored (GRPC_EXPERIMENTAL_XDS_ENDPOINT_FALLBACK
+	// off), and lb_endpoints is used.
+	ledsOff ledsSupport = iota
+	// ledsLists: list collections only (gRFC A95), over State of the World.
+	ledsLists
+	// ledsGlobs: list collections and glob collections (xRFC TP1), which
+	// exist only over incremental xDS.
+	ledsGlobs
+)
+
+func ledsSupportOf(opts registry.DecodeOptions) ledsSupport {
+	switch {
+	case opts.Switches.DisableEndpointFallback:
+		return ledsOff
+	case opts.Server.Delta:
+		return ledsGlobs
+	}
+	return ledsLists
+}
+
+// Collection names carry their resource type (xRFC TP1): a list collection
+// is an LbEndpointCollection, a glob collection's members are LbEndpoints.
+var (
+	listCollectionType = xdsname.TypeFromURL(leds.TypeURL)
+	globMemberType     = xdsname.TypeFromURL(leds.EndpointTypeURL)
+)
+
+// collection checks a locality whose endpoints come from a LEDS
 // collection on the same server (gRFC A95: lb_endpoints is ignored) and
 // returns the collection's name.
 func (c *localityConverter) collection(at func() string, cfg *endpointpb.LedsClusterLocalityConfig) string {
@@ -198,12 +232,29 @@ func (c *localityConverter) collection(at func() string, cfg *endpointpb.LedsClu
 		c.errs.Add(at()+".leds_cluster_locality_config.leds_config", "must have self set")
 	}
 	name := cfg.GetLedsCollectionName()
+	field := at() + ".leds_cluster_locality_config.leds_collection_name"
+	if name == "" {
+		c.errs.Add(field, "must be non-empty")
+		return name
+	}
+	glob := strings.HasSuffix(strings.SplitN(name, "?", 2)[0], xdsname.GlobSuffix)
+	if !strings.HasPrefix(name, "xdstp:") {
+		if glob {
+			c.errs.Addf(field, "%q names a glob collection but is not an xdstp:// name (xRFC TP1)", name)
+		}
+		return name
+	}
+	n, err := xdsname.Parse(name)
 	switch {
-	case name == "":
-		c.errs.Add(at()+".leds_cluster_locality_config.leds_collection_name", "must be non-empty")
-	case strings.HasSuffix(name, "/*") && !strings.HasPrefix(name, "xdstp://"):
-		c.errs.Addf(at()+".leds_cluster_locality_config.leds_collection_name",
-			"%q names a glob collection but is not an xdstp:// name (xRFC TP1)", name)
+	case err != nil:
+		c.errs.Addf(field, "%v", err)
+	case glob && c.leds != ledsGlobs:
+		c.errs.Addf(field, "%q names a glob collection, which only incremental xDS serves (xRFC TP1); "+
+			"this server speaks State of the World, where gRFC A95 allows list collections only", name)
+	case glob && n.Type != globMemberType:
+		c.errs.Addf(field, "glob collection %q names resource type %q, want %q", name, n.Type, globMemberType)
+	case !glob && n.Type != listCollectionType:
+		c.errs.Addf(field, "list collection %q names resource type %q, want %q", name, n.Type, listCollectionType)
 	}
 	return name
 }

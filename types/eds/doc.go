@@ -35,7 +35,15 @@
 //     would route to one (UNKNOWN or HEALTHY).
 //   - If leds_cluster_locality_config is set, lb_endpoints is ignored;
 //     leds_config must have self set, and leds_collection_name must be
-//     non-empty and must not end in "/*" (a glob collection).
+//     non-empty. A name ending in "/*" is a glob collection (xRFC TP1),
+//     which exists only over incremental xDS: from a server that speaks
+//     State of the World it is rejected, as gRFC A95 rejects every glob
+//     name; from an incremental server it must be an xdstp:// name of
+//     type envoy.config.endpoint.v3.LbEndpoint, and is watched as a glob
+//     collection of LbEndpoint resources. Any other xdstp:// name is a
+//     list collection and must be of type
+//     envoy.config.endpoint.v3.LbEndpointCollection; an old-style name is
+//     a list collection too.
 //   - Every policy.drop_overloads entry has a non-empty category and a
 //     drop_percentage whose denominator is HUNDRED, TEN_THOUSAND or
 //     MILLION; it is scaled to parts per million and capped at 1,000,000.
@@ -52,6 +60,9 @@
 //     Port 0 itself is accepted, as gRPC accepts it.
 //   - An empty leds_collection_name is rejected; A95 does not mention it,
 //     but no collection can have that name.
+//   - Glob collections are accepted from incremental servers, which gRPC
+//     does not speak; gRPC rejects every glob name (A95), and so does
+//     this package for State-of-the-World servers.
 //   - drop_overloads follows C-core, which is stricter than grpc-go: a
 //     missing category or drop_percentage is an error. The scaling is done
 //     in 64 bits, so a huge numerator caps at one million instead of

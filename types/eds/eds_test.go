@@ -2,6 +2,7 @@ package eds_test
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -491,5 +492,59 @@ func TestIgnoreLEDS(t *testing.T) {
 	}
 	if deps := eds.Type.Refs(got); len(deps) != 0 {
 		t.Fatalf("dependencies %v, want none", deps)
+	}
+}
+
+// TestLEDSCollectionNames: a glob collection (xRFC TP1) exists only over
+// incremental xDS, so a State-of-the-World server's glob name is NACKed
+// as gRFC A95 says; and a collection name must carry the type its kind
+// of collection holds, so that a wrong one is NACKed here rather than
+// failing later, in the graph, with a type mismatch (issue 39).
+func TestLEDSCollectionNames(t *testing.T) {
+	const (
+		list       = "xdstp://a.example/envoy.config.endpoint.v3.LbEndpointCollection/backend/z"
+		glob       = "xdstp://a.example/envoy.config.endpoint.v3.LbEndpoint/backend/z/*"
+		globQuery  = "xdstp://a.example/envoy.config.endpoint.v3.LbEndpoint/backend/z/*?k=v"
+		field      = "endpoints[0].leds_cluster_locality_config.leds_collection_name: "
+		sotw, incr = false, true
+	)
+	tests := []struct {
+		name    string
+		delta   bool
+		in      string
+		wantErr string // "" for valid
+	}{
+		{"list, SotW", sotw, list, ""},
+		{"list, incremental", incr, list, ""},
+		{"old-style list, SotW", sotw, "backend-z", ""},
+		{"glob, incremental", incr, glob, ""},
+		{"glob with context parameters, incremental", incr, globQuery, ""},
+		{"glob, SotW", sotw, glob, field + `"` + glob + `" names a glob collection, which only incremental xDS serves (xRFC TP1); this server speaks State of the World, where gRFC A95 allows list collections only`},
+		{"glob with context parameters, SotW", sotw, globQuery, "only incremental xDS serves"},
+		{"glob of collections", incr, "xdstp://a.example/envoy.config.endpoint.v3.LbEndpointCollection/backend/*",
+			field + `glob collection "xdstp://a.example/envoy.config.endpoint.v3.LbEndpointCollection/backend/*" names resource type "envoy.config.endpoint.v3.LbEndpointCollection", want "envoy.config.endpoint.v3.LbEndpoint"`},
+		{"glob of clusters", incr, "xdstp://a.example/envoy.config.cluster.v3.Cluster/backend/*", `names resource type "envoy.config.cluster.v3.Cluster", want "envoy.config.endpoint.v3.LbEndpoint"`},
+		{"list of endpoints", sotw, "xdstp://a.example/envoy.config.endpoint.v3.LbEndpoint/backend/z",
+			field + `list collection "xdstp://a.example/envoy.config.endpoint.v3.LbEndpoint/backend/z" names resource type "envoy.config.endpoint.v3.LbEndpoint", want "envoy.config.endpoint.v3.LbEndpointCollection"`},
+		{"xdstp name that does not parse", incr, "xdstp://a.example", field},
+		{"old-style glob", incr, "backend/*", "is not an xdstp:// name"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := registry.DecodeOptions{Server: registry.ServerInfo{URI: "xds.example:443", Delta: tc.delta}}
+			res, err := eds.Type.Decode(marshal(t, cla(ledsLocality("z", 0, tc.in))), opts)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Decode() error = %v, want none", err)
+				}
+				if got := res.Resource.(*eds.ClusterLoadAssignment).LEDSCollections(); len(got) != 1 || got[0] != tc.in {
+					t.Fatalf("LEDSCollections() = %v, want [%s]", got, tc.in)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Decode() error = %v, want one containing %q", err, tc.wantErr)
+			}
+		})
 	}
 }

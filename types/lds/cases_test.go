@@ -193,9 +193,10 @@ func invalidCases() []testCase {
 
 	return []testCase{
 		{
-			name:    "server-side listener",
+			// C-core: "Listener has neither address nor ApiListener".
+			name:    "neither address nor api_listener",
 			msg:     &listenerv3.Listener{Name: "lis"},
-			wantErr: "api_listener: field not present",
+			wantErr: "address: field not present: a Listener needs an address (a server's) or an api_listener (a client's)",
 		},
 		{
 			name:    "api listener without config",

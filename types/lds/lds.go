@@ -2,6 +2,7 @@ package lds
 
 import (
 	"bytes"
+	"fmt"
 	"time"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -28,12 +29,14 @@ var Type = registry.ResourceType{
 	Dependencies:               registry.DependencyFunc(dependencies),
 }
 
-// Listener is a decoded client-side Listener: an API listener holding an
-// HttpConnectionManager. The engine hands the same value to every
+// Listener is a decoded Listener: either a client's API listener holding
+// an HttpConnectionManager (Server is nil), or a server's listener (gRFC
+// A36), described by Server. The engine hands the same value to every
 // watcher, so it and everything it points to must not be modified.
 //
-// Exactly one of RouteConfigName and RouteConfig is set in a valid
-// Listener.
+// In a valid API listener exactly one of RouteConfigName and RouteConfig
+// is set. The fields before Server describe an API listener only; they
+// are empty in a server's.
 type Listener struct {
 	Name string
 	// RouteConfigName names the RouteConfiguration to fetch with RDS.
@@ -48,23 +51,26 @@ type Listener struct {
 	// MaxStreamDuration is common_http_protocol_options.max_stream_duration,
 	// the default for routes that set none (gRFC A31). Zero means no limit.
 	MaxStreamDuration time.Duration
+	// Server is the server side of a Listener without api_listener: the
+	// address a gRPC server listens on and the filter chains that
+	// configure its connections. It is nil for an API listener.
+	Server *ServerListener
 
 	raw []byte
-	// hcm holds what validation needs to know about the message that a
-	// user of a valid Listener does not.
+	// api and hcm hold what validation needs to know about an API
+	// listener that a user of a valid one does not.
+	api apiFacts
 	hcm hcmFacts
 }
 
-// HTTPFilter is one entry of HttpConnectionManager.http_filters.
-type HTTPFilter struct {
-	Name string
-	// ConfigTypeURL is the type URL of typed_config, looked up inside a
-	// TypedStruct wrapper; empty when typed_config is missing.
-	ConfigTypeURL string
-	// Optional is is_optional: a client that does not implement the
-	// filter may skip it.
-	Optional bool
+type apiFacts struct {
+	set     bool
+	typeURL string // of api_listener.api_listener
 }
+
+// IsServer reports whether l is a server's Listener rather than a
+// client's API listener.
+func (l *Listener) IsServer() bool { return l.Server != nil }
 
 // Proto returns the resource as sent by the server, unmarshaled afresh on
 // every call, so the caller may modify it. Printing it with protojson is
@@ -77,37 +83,38 @@ func (l *Listener) Equal(other registry.Resource) bool {
 	return rawresource.Equal(l, other, func(a, b *Listener) bool { return bytes.Equal(a.raw, b.raw) })
 }
 
-type routeSpecifier int
-
-const (
-	routeSpecifierNone routeSpecifier = iota
-	routeSpecifierRDS
-	routeSpecifierInline
-	routeSpecifierScoped
-)
-
-type configSource int
-
-const (
-	configSourceMissing configSource = iota
-	configSourceADS
-	configSourceSelf
-	configSourceOther
-)
-
-type hcmFacts struct {
-	apiListenerSet                bool
-	typeURL                       string // of api_listener.api_listener
-	routeSpecifier                routeSpecifier
-	rdsConfigSource               configSource
-	xffNumTrustedHops             uint32
-	originalIPDetectionExtensions int
-}
-
 // String summarizes the listener on one line, for logs and tools.
 func (l *Listener) String() string {
+	if l.Server != nil {
+		return l.Server.String()
+	}
 	if l.RouteConfig != nil {
 		return "inline route configuration: " + l.RouteConfig.String()
 	}
 	return "RDS " + l.RouteConfigName
+}
+
+// problems are broken rules found while converting a message, kept for
+// the validator to report: the decoder fails only for bytes that do not
+// parse. Fields are relative to the message that holds them.
+type problems []registry.FieldError
+
+func (p *problems) add(field, rule string) {
+	*p = append(*p, registry.FieldError{Field: field, Rule: rule})
+}
+
+func (p *problems) addf(field, format string, args ...any) {
+	p.add(field, fmt.Sprintf(format, args...))
+}
+
+// reportTo adds every problem to errs, its field under prefix ("" for
+// none).
+func (p problems) reportTo(prefix string, errs *registry.FieldErrors) {
+	for i := range p {
+		if prefix == "" {
+			errs.Add(p[i].Field, p[i].Rule)
+			continue
+		}
+		errs.AddError(registry.FieldWithin(prefix, &p[i]))
+	}
 }

@@ -195,6 +195,11 @@ func fractionPerMillion(f *typev3.FractionalPercent) uint32 {
 	return uint32(min(n, 1_000_000))
 }
 
+// HeaderMatcherFromProto converts a header matcher, such as one of an
+// RBAC policy, as routes' matchers are converted, without judging it:
+// a matcher with no supported specifier has kind HeaderMatchNone.
+func HeaderMatcherFromProto(h *routev3.HeaderMatcher) HeaderMatcher { return convertHeaderMatcher(h) }
+
 func convertHeaderMatcher(h *routev3.HeaderMatcher) HeaderMatcher {
 	out := HeaderMatcher{Name: strings.ToLower(h.GetName()), Invert: h.GetInvertMatch()}
 	switch s := h.GetHeaderMatchSpecifier().(type) {

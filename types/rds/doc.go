@@ -58,6 +58,16 @@
 // than header and filter_state "io.grpc.channel_id", and retry_on
 // conditions other than gRPC status codes, are ignored.
 //
+// # Servers
+//
+// RDS cannot tell whether a client or a server will use a route
+// configuration, so both are held to the same rules (gRFC A36) and a
+// route's action may be non_forwarding_action, which only servers use. A
+// server fails the RPCs that match any other action with UNAVAILABLE,
+// and a client those that match a non_forwarding_action;
+// [RouteConfiguration.CheckServerUse] reports the routes a server cannot
+// use, for the warning A36 asks servers to log.
+//
 // # Dependencies
 //
 // A RouteConfiguration depends on every cluster (type

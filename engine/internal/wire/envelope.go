@@ -3,7 +3,9 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -237,4 +239,76 @@ func envelopeOf(resp *discoverypb.DiscoveryResponse) envelope {
 		e.resources = append(e.resources, rawAny{typeURL: []byte(a.GetTypeUrl()), value: a.GetValue()})
 	}
 	return e
+}
+
+// peekTypeAndNonce reads type_url (field 4) and nonce (field 5) from the
+// top level of a DiscoveryResponse that proto.Unmarshal refused, skipping
+// whatever else it can. It reports whether both fields were read.
+func peekTypeAndNonce(b []byte) (typeURL, nonce string, ok bool) {
+	var haveType, haveNonce bool
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			break
+		}
+		b = b[n:]
+		if typ == protowire.BytesType && (num == 4 || num == 5) {
+			v, m := protowire.ConsumeBytes(b)
+			if m < 0 {
+				break
+			}
+			if num == 4 {
+				typeURL, haveType = string(v), true
+			} else {
+				nonce, haveNonce = string(v), true
+			}
+			b = b[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			break
+		}
+		b = b[m:]
+	}
+	// Echoed in a proto string, the nonce must be valid UTF-8.
+	return typeURL, strings.ToValidUTF8(nonce, "\uFFFD"), haveType && haveNonce
+}
+
+// unwrapResource takes a resource out of its envelope.Resource wrapper,
+// if any, and checks its type. It returns the wrapper's name (or "") and
+// the resource's bytes.
+func unwrapResource(typeURL string, res *rawAny) (wrapperName string, raw []byte, err error) {
+	innerType, value := res.typeURL, res.value
+	if string(innerType) == resourceWrapperTypeURL {
+		w := &discoverypb.Resource{}
+		if err := proto.Unmarshal(value, w); err != nil {
+			return "", nil, fmt.Errorf("envoy.service.discovery.v3.Resource wrapper does not parse: %w", err)
+		}
+		wrapperName = w.GetName()
+		if wrapperName == "" {
+			wrapperName = w.GetResourceName().GetName()
+		}
+		if w.GetResource() == nil {
+			return wrapperName, nil, errors.New("envoy.service.discovery.v3.Resource wrapper holds no resource")
+		}
+		innerType, value = []byte(w.GetResource().GetTypeUrl()), w.GetResource().GetValue()
+	}
+	if string(innerType) != typeURL {
+		return wrapperName, nil, fmt.Errorf("resource type %s in a response of type %q", QuoteName(string(innerType)), typeURL)
+	}
+	return wrapperName, value, nil
+}
+
+const resourceWrapperTypeURL = "type.googleapis.com/envoy.service.discovery.v3.Resource"
+
+// keepEnvelope keeps the array of an envelope's resources for the next
+// response, without the slices of this one; a large one is not kept.
+func (s *stream) keepEnvelope(resources []rawAny) {
+	clear(resources)
+	if cap(resources) > maxScratch {
+		s.envelope = nil
+		return
+	}
+	s.envelope = resources[:0]
 }

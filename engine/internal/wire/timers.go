@@ -1,8 +1,6 @@
 package wire
 
 import (
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/xdsengine/xdsengine/internal/xdsname"
@@ -10,31 +8,36 @@ import (
 
 // subscription is one name on one stream. Its does-not-exist timer runs
 // from the first write of the name on this stream until the resource (or
-// a TP3 error for it) arrives, and only if nothing is cached (A57, A88).
+// an error for it) arrives, and only if nothing was cached when the host
+// handed it over (A57, A88).
 type subscription struct {
-	owner   *streamType
-	settled bool // seen, expired or cached when first written
+	owner   *typeState
+	awaited bool // nothing cached: a timer starts once written
+	settled bool // answered, expired, or never awaited
 	// timer is the group whose timer runs for this name, nil once it is
 	// settled or if it never needed one.
 	timer *timerGroup
 }
 
+// freshSub is a name new in the request being written.
+type freshSub struct {
+	name string
+	sub  *subscription
+}
+
 // timerGroup is the does-not-exist timer of the names one request wrote
 // for the first time. They start together and run for the same length,
 // so one clock timer serves them all: a cold start of 1,000 watches
-// starts one timer, not 1,000, and a name's resource arriving costs a
-// count, not a timer's stop. The timer runs from start for timeout, plus
-// the time the stream was held since (its held time was heldAtStart at
-// the start).
+// starts one timer, not 1,000, and a resource's arrival costs a count,
+// not a timer's stop. The timer runs from start for timeout, plus the
+// time the stream was held since (its held time was heldAtStart then).
 type timerGroup struct {
 	typeURL     string
 	start       time.Time
 	timeout     time.Duration
 	heldAtStart time.Duration
-	// members are the names and their subscriptions: the request's list
-	// of fresh ones, taken over rather than copied.
-	members []freshSub
-	// running counts the subs whose timer is this group's: at zero the
+	members     []freshSub
+	// running counts the members whose timer is this group's: at zero the
 	// clock timer is stopped.
 	running int
 	stop    func() bool
@@ -47,8 +50,7 @@ type timerGroup struct {
 // one).
 type holds struct {
 	// gate is that of the response being delivered, nil between
-	// responses; the hold ends when the gate opens, whenever the reader
-	// gets round to noticing.
+	// responses; the hold ends when the gate opens.
 	gate  *Gate
 	start time.Time
 	sum   time.Duration // earlier holds
@@ -56,145 +58,56 @@ type holds struct {
 	deferred []*timerGroup
 }
 
-// trackSubscriptionsLocked records the names of a request being built:
-// new names get a subscription whose timer starts once the request is
-// written, names left out lose theirs. Recording before the write matters:
-// a response may be processed before the writer learns its write is done.
-// Both lists are sorted, so one merge finds the difference.
-func (s *stream) trackSubscriptionsLocked(st *streamType, names []string) {
-	st.prepareFreshLocked(len(names) - len(st.last))
-	diffSorted(st.last, names, st.unsubscribeLocked, st.subscribeLocked)
-}
-
-// trackChangesLocked records the names of a request being built from the
-// changes to the type's last request, which the names say.
-func (s *stream) trackChangesLocked(st *streamType, names Names) {
-	st.prepareFreshLocked(len(names.Added) - len(names.Removed))
-	for _, name := range names.Removed {
-		st.unsubscribeLocked(name)
-	}
-	for _, name := range names.Added {
-		st.subscribeLocked(name)
-	}
-}
-
-// prepareFreshLocked empties the list of fresh names for a request that
-// adds grow names net. A burst of watches adds most of its names at once:
-// the map and the list are sized for them, rather than grown step by step
-// (each step rehashes or copies what is there).
-func (st *streamType) prepareFreshLocked(grow int) {
-	st.fresh = st.fresh[:0]
-	if grow <= 0 {
+func (st *typeState) subscribe(name string, awaited bool) {
+	if _, ok := st.subs[name]; ok {
 		return
 	}
-	if want := len(st.subs) + grow; want > 2*len(st.subs)+64 {
-		subs := make(map[string]*subscription, want)
-		maps.Copy(subs, st.subs)
-		st.subs = subs
-	}
-	if cap(st.fresh) < grow {
-		st.fresh = make([]freshSub, 0, grow)
-	}
-	if len(st.spare) < grow {
-		st.spare = make([]subscription, grow)
-	}
+	sub := &subscription{owner: st, awaited: awaited}
+	st.subs[name] = sub
+	st.unsettled++
+	st.fresh = append(st.fresh, freshSub{name, sub})
 }
 
-func (st *streamType) unsubscribeLocked(name string) {
+func (st *typeState) unsubscribe(name string) {
 	if sub := st.subs[name]; sub != nil {
-		sub.stopLocked()
+		sub.stop()
 		delete(st.subs, name)
 	}
 }
 
-func (st *streamType) subscribeLocked(name string) {
-	if _, ok := st.subs[name]; !ok {
-		var sub *subscription
-		if len(st.spare) > 0 {
-			sub, st.spare = &st.spare[0], st.spare[1:]
-		} else {
-			sub = new(subscription)
-		}
-		sub.owner = st
-		st.subs[name] = sub
-		st.unsettled++
-		st.fresh = append(st.fresh, freshSub{name, sub})
-	}
-}
-
-// diffSorted calls removed for each name of old not in cur, and added for
-// each name of cur not in old. Both are sorted. Equality is tested first:
-// the host builds a new list from the old one's strings, and strings that
-// share their bytes compare equal without reading them.
-func diffSorted(old, cur []string, removed, added func(string)) {
-	i, j := 0, 0
-	for i < len(old) || j < len(cur) {
-		switch {
-		case i < len(old) && j < len(cur) && old[i] == cur[j]:
-			i++
-			j++
-		case j == len(cur) || (i < len(old) && old[i] < cur[j]):
-			removed(old[i])
-			i++
-		default:
-			added(cur[j])
-			j++
-		}
-	}
-}
-
-// onWrittenLocked starts the does-not-exist timer of each name written for
-// the first time on this stream whose resource is neither cached nor
-// already settled by a response. Names with the same timeout share a
-// timer.
-func (s *stream) onWrittenLocked(typeURL string) {
-	if s.ended {
+// startTimersLocked starts one timer for the names the request just
+// written named for the first time on this stream and that are still
+// awaited: not settled by a response meanwhile, nor dropped.
+func (s *stream) startTimersLocked(typeURL string, st *typeState) {
+	if s.stopped.Load() {
 		return
 	}
-	st := s.typeLocked(typeURL)
-	fresh := st.fresh
-	st.fresh = st.fresh[:0]
-	// The first group (in practice the only one: the timeout is the
-	// server's) takes its members in place in fresh, which it then owns;
-	// another group's members are copied.
-	var groups []*timerGroup
+	var g *timerGroup
 	kept := 0
-	for _, f := range fresh {
-		name, sub := f.name, f.sub
-		// A name dropped since the request was built is settled too
-		// (unsubscribeLocked stops its subscription, for good), so no
-		// lookup in subs is needed to tell.
-		if sub.settled || sub.timer != nil {
-			continue
-		}
-		timeout, ok := s.host.TimerLocked(typeURL, name)
-		if !ok {
+	for _, f := range st.fresh {
+		sub := f.sub
+		if !sub.awaited {
 			sub.markSettled()
 			continue
 		}
-		i := slices.IndexFunc(groups, func(g *timerGroup) bool { return g.timeout == timeout })
-		if i < 0 {
-			i = len(groups)
-			groups = append(groups, &timerGroup{typeURL: typeURL, start: s.cfg.Clock.Now(), timeout: timeout, heldAtStart: s.heldLocked()})
+		if sub.settled || sub.timer != nil {
+			continue
 		}
-		g := groups[i]
-		if i == 0 {
-			fresh[kept] = f
-			kept++
-		} else {
-			g.members = append(g.members, f)
+		if g == nil {
+			g = &timerGroup{typeURL: typeURL, start: s.cfg.Clock.Now(), timeout: st.timeout, heldAtStart: s.heldLocked()}
 		}
+		st.fresh[kept] = f
+		kept++
 		g.running++
 		sub.timer = g
 	}
-	if len(groups) == 0 {
+	if g == nil {
+		st.fresh = st.fresh[:0]
 		return
 	}
-	groups[0].members = fresh[:kept:kept]
-	st.fresh = nil
-	for _, g := range groups {
-		s.startTimerLocked(g, g.timeout)
-	}
+	// The group takes the list over; the next request starts a new one.
+	g.members, st.fresh = st.fresh[:kept:kept], nil
+	s.startTimerLocked(g, g.timeout)
 }
 
 func (s *stream) startTimerLocked(g *timerGroup, after time.Duration) {
@@ -202,9 +115,9 @@ func (s *stream) startTimerLocked(g *timerGroup, after time.Duration) {
 }
 
 func (s *stream) onTimer(g *timerGroup) {
-	s.cfg.Lock.Lock()
-	defer s.cfg.Lock.Unlock()
-	if s.ended || g.running == 0 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped.Load() || g.running == 0 {
 		return
 	}
 	g.stop = nil
@@ -217,26 +130,28 @@ func (s *stream) onTimer(g *timerGroup) {
 
 // expireOrExtendLocked ends a timer that ran its length: the time the
 // stream was held meanwhile does not count, so the timer is extended by
-// it; once none is left, its names still waiting are declared missing.
+// it; once none is left, its names still awaited are reported missing.
+// The host hears of them with the stream's lock held, so that no response
+// can settle them in between.
 func (s *stream) expireOrExtendLocked(g *timerGroup) {
 	deadline := g.start.Add(g.timeout + s.heldLocked() - g.heldAtStart)
 	if left := deadline.Sub(s.cfg.Clock.Now()); left > 0 {
 		s.startTimerLocked(g, left)
 		return
 	}
-	// TimeoutLocked notifies watchers and may change subscriptions, so
-	// each name is checked as it comes.
+	st := s.types[g.typeURL]
+	var names []string
 	for _, m := range g.members {
-		if s.ended {
-			return
-		}
-		if m.sub.timer != g || s.types[g.typeURL].subs[m.name] != m.sub {
+		if m.sub.timer != g || st.subs[m.name] != m.sub {
 			continue
 		}
 		m.sub.timer = nil
 		g.running--
 		m.sub.markSettled()
-		s.host.TimeoutLocked(g.typeURL, m.name)
+		names = append(names, m.name)
+	}
+	if len(names) > 0 {
+		s.host.Timeout(g.typeURL, names)
 	}
 }
 
@@ -272,31 +187,31 @@ func (s *stream) unholdLocked() {
 	deferred := h.deferred
 	h.deferred = nil
 	for _, g := range deferred {
-		if !s.ended && g.running > 0 {
+		if !s.stopped.Load() && g.running > 0 {
 			s.expireOrExtendLocked(g)
 		}
 	}
 }
 
-// settleLocked stops a name's timer: the resource, or an error for it,
-// arrived on this stream.
-func (st *streamType) settleLocked(name string) {
+// settle stops a name's timer: the resource, or an error for it, arrived
+// on this stream.
+func (st *typeState) settle(name string) {
 	if sub := st.subs[name]; sub != nil {
-		sub.stopLocked()
+		sub.stop()
 		return
 	}
 	// A member of a glob collection answers the collection's
 	// subscription (xRFC TP1).
 	if glob, ok := xdsname.GlobOf(name); ok {
 		if sub := st.subs[glob]; sub != nil {
-			sub.stopLocked()
+			sub.stop()
 		}
 	}
 }
 
-// stopLocked settles the subscription: its timer will not fire. The
-// group's clock timer stops with the last of its names.
-func (sub *subscription) stopLocked() {
+// stop settles the subscription: its timer will not fire. The group's
+// clock timer stops with the last of its names.
+func (sub *subscription) stop() {
 	sub.markSettled()
 	if g := sub.timer; g != nil {
 		sub.timer = nil
@@ -313,5 +228,33 @@ func (sub *subscription) markSettled() {
 	if !sub.settled {
 		sub.settled = true
 		sub.owner.unsettled--
+	}
+}
+
+// waitForWatchers waits until every watcher notified of the last response
+// has called done. A88's flow control is kept however long that takes,
+// but the host hears of notifications that hold done past
+// Config.SlowWatcherThreshold, since they stop every read from this
+// server.
+func (s *stream) waitForWatchers(g *Gate) error {
+	var overdue chan struct{}
+	if s.cfg.SlowWatcherThreshold > 0 {
+		overdue = make(chan struct{})
+		ch := overdue
+		stop := s.cfg.Clock.AfterFunc(s.cfg.SlowWatcherThreshold, func() { close(ch) })
+		defer stop()
+	}
+	for {
+		select {
+		case <-g.open:
+			return nil
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		case <-overdue:
+			overdue = nil
+			if pending, n := g.outstanding(); len(pending) > 0 {
+				s.host.SlowWatchers(pending, n)
+			}
+		}
 	}
 }

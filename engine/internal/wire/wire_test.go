@@ -129,26 +129,3 @@ func TestPeekTypeAndNonce(t *testing.T) {
 		}
 	}
 }
-
-func TestDiffSorted(t *testing.T) {
-	for _, tc := range []struct {
-		name           string
-		old, cur       []string
-		removed, added []string
-	}{
-		{"both empty", nil, nil, nil, nil},
-		{"all new", nil, []string{"a", "b"}, nil, []string{"a", "b"}},
-		{"all gone", []string{"a", "b"}, nil, []string{"a", "b"}, nil},
-		{"same", []string{"a", "b"}, []string{"a", "b"}, nil, nil},
-		{"interleaved", []string{"a", "c", "e"}, []string{"b", "c", "d", "f"}, []string{"a", "e"}, []string{"b", "d", "f"}},
-		{"prefix kept", []string{"a", "b", "c"}, []string{"a", "b"}, []string{"c"}, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var removed, added []string
-			diffSorted(tc.old, tc.cur, func(n string) { removed = append(removed, n) }, func(n string) { added = append(added, n) })
-			if strings.Join(removed, ",") != strings.Join(tc.removed, ",") || strings.Join(added, ",") != strings.Join(tc.added, ",") {
-				t.Errorf("removed %v, added %v; want %v, %v", removed, added, tc.removed, tc.added)
-			}
-		})
-	}
-}

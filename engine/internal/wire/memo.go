@@ -1,0 +1,223 @@
+package wire
+
+import (
+	"bytes"
+	"hash/maphash"
+	"slices"
+	"sync"
+
+	"github.com/xdsengine/xdsengine/internal/xdsname"
+	"github.com/xdsengine/xdsengine/registry"
+)
+
+// Memo is a server's decode memo: what its responses held, by the bytes
+// of each resource, so that a resource sent again with the same bytes is
+// not decoded again. Decoding is deterministic (the same bytes, wrapper
+// name and server give the same value or error), so a memo needs no
+// word from the cache: it hands the value and the very bytes it kept,
+// and the host, which keeps them too, tells an unchanged resource by its
+// bytes' identity. A server's streams use its memo one after the other:
+// it outlives them, so that a reconnect decodes nothing the server sends
+// again unchanged.
+type Memo struct {
+	// mu is held by a stream's receiving goroutine for a whole response:
+	// a stopped stream's last response and the next stream's first do not
+	// mix.
+	mu    sync.Mutex
+	types map[string]*typeMemo
+	seed  maphash.Seed
+}
+
+// NewMemo returns an empty memo.
+func NewMemo() *Memo {
+	return &Memo{types: make(map[string]*typeMemo), seed: maphash.MakeSeed()}
+}
+
+// typeMemo is the memo of one type.
+type typeMemo struct {
+	// byIndex are the resources of the last State-of-the-World response
+	// by index: a SotW server sends every resource again, in the same
+	// order as a rule, so most are found there without a lookup. next is
+	// the one being built.
+	byIndex, next []*memoEntry
+	// byKey holds every entry by cache key; byHash the resources that
+	// came without a wrapper, of a type with no NameField, by their
+	// bytes' hash: the only way to find those before decoding them.
+	byKey  map[string]*memoEntry
+	byHash map[uint64]*memoEntry
+	// gen numbers the responses; an entry's seen is the last that named
+	// it, which finds duplicates without a map of the response's names.
+	gen uint64
+	// named counts the entries the response under way named.
+	named int
+}
+
+// memoEntry is one resource as decoded: a value or an error.
+type memoEntry struct {
+	key, name, wrapper string
+	raw                []byte
+	value              registry.Resource
+	err                error
+	hash               uint64 // its key in byHash, or 0
+	seen               uint64
+}
+
+// forType returns the memo of a type, made on first use.
+func (m *Memo) forType(typeURL string) *typeMemo {
+	tm := m.types[typeURL]
+	if tm == nil {
+		tm = &typeMemo{byKey: make(map[string]*memoEntry)}
+		m.types[typeURL] = tm
+	}
+	return tm
+}
+
+// begin starts a response of n resources.
+func (tm *typeMemo) begin(n int, byIndex bool) {
+	tm.gen++
+	tm.named = 0
+	if byIndex {
+		if cap(tm.next) < n {
+			tm.next = make([]*memoEntry, n)
+		}
+		tm.next = tm.next[:n]
+	}
+}
+
+// lookup finds what c's bytes decoded to before: at the same index of the
+// last response, under the name its wrapper or its type's NameField
+// gives, or by the bytes' hash. A NameField that does not hold the name
+// finds nothing, or an entry whose bytes differ: it costs a decode and
+// nothing else.
+func (tm *typeMemo) lookup(m *Memo, typ *registry.ResourceType, c *candidate, i int) *memoEntry {
+	if i < len(tm.byIndex) {
+		if e := tm.byIndex[i]; e.matches(c) {
+			return e
+		}
+	}
+	switch {
+	case c.wrapper != "":
+		return tm.byKey[c.wrapper].orNil(c)
+	case typ.NameField != 0:
+		if name, ok := typ.ReadName(c.Raw); ok {
+			return tm.byKey[string(name)].orNil(c)
+		}
+		return nil
+	}
+	c.hash = maphash.Bytes(m.seed, c.Raw)
+	return tm.byHash[c.hash].orNil(c)
+}
+
+func (e *memoEntry) matches(c *candidate) bool {
+	return e != nil && (e.value != nil || e.err != nil) && e.wrapper == c.wrapper && bytes.Equal(e.raw, c.Raw)
+}
+
+func (e *memoEntry) orNil(c *candidate) *memoEntry {
+	if e.matches(c) {
+		return e
+	}
+	return nil
+}
+
+// named reports whether the response under way named key (so far).
+func (tm *typeMemo) isNamed(key string) bool {
+	e := tm.byKey[key]
+	return e != nil && e.seen == tm.gen
+}
+
+// record notes that resource i of the response under way, checked, has
+// key: it is found under its key, and at its index by the next response.
+// A resource whose bytes changed takes over its key's entry.
+func (tm *typeMemo) record(c *candidate, i int, key string) {
+	e := c.memo
+	if e == nil {
+		e = tm.byKey[key]
+		switch {
+		case e != nil && c.Err != nil && e.value != nil:
+			// An invalid version does not displace the valid one, which
+			// the server may well send again.
+			e.seen = tm.gen
+			tm.named++
+			return
+		case e == nil:
+			e = &memoEntry{key: key}
+			tm.byKey[key] = e
+		case e.hash != 0 && tm.byHash[e.hash] == e:
+			delete(tm.byHash, e.hash)
+		}
+		e.name, e.wrapper, e.raw, e.value, e.err, e.hash = c.name, c.wrapper, c.Raw, c.Value, c.Err, c.hash
+		if e.hash != 0 {
+			if tm.byHash == nil {
+				tm.byHash = make(map[uint64]*memoEntry)
+			}
+			tm.byHash[e.hash] = e
+		}
+	}
+	e.seen = tm.gen
+	tm.named++
+	if i < len(tm.next) {
+		tm.next[i] = e
+	}
+}
+
+// end closes the response under way. One that named every resource of
+// its type (a complete SotW response of a type whose responses carry
+// them all) leaves in the memo only what it named. Otherwise, once the
+// memo holds well more than the subscribed names (sorted), it keeps only
+// those: a server may send resources nobody asked for, which the memo
+// must not keep for ever.
+func (tm *typeMemo) end(byIndex, named bool, subscribed []string) {
+	if byIndex {
+		tm.byIndex, tm.next = tm.next, tm.byIndex
+		clear(tm.next)
+		tm.next = tm.next[:0]
+	}
+	switch {
+	case named && len(tm.byKey) > tm.named:
+		for key, e := range tm.byKey {
+			if e.seen != tm.gen {
+				tm.drop(key, e)
+			}
+		}
+	case len(tm.byKey) > 2*len(subscribed)+memoSlack:
+		for key, e := range tm.byKey {
+			if !isSubscribed(subscribed, key) {
+				tm.drop(key, e)
+			}
+		}
+	}
+}
+
+// memoSlack is how many entries beyond twice the subscribed names a memo
+// holds before it drops those of names not subscribed.
+const memoSlack = 1024
+
+// isSubscribed reports whether key is a subscribed name, or a member of a
+// subscribed glob collection (xRFC TP1).
+func isSubscribed(subscribed []string, key string) bool {
+	if _, ok := slices.BinarySearch(subscribed, key); ok {
+		return true
+	}
+	glob, ok := xdsname.GlobOf(key)
+	if !ok {
+		return false
+	}
+	_, ok = slices.BinarySearch(subscribed, glob)
+	return ok
+}
+
+// forget drops the entries of names no longer subscribed.
+func (tm *typeMemo) forget(keys []string) {
+	for _, key := range keys {
+		if e := tm.byKey[key]; e != nil {
+			tm.drop(key, e)
+		}
+	}
+}
+
+func (tm *typeMemo) drop(key string, e *memoEntry) {
+	delete(tm.byKey, key)
+	if e.hash != 0 && tm.byHash[e.hash] == e {
+		delete(tm.byHash, e.hash)
+	}
+}

@@ -23,7 +23,7 @@ func (apiKey) RequireTransportSecurity() bool { return false }
 // ExampleCredentials_WithCallCreds adds a call credentials type of the
 // program's own, "api_key" with config {"key": "..."}, to the types gRPC
 // knows. The same value goes to the engine's transport
-// (engine.GRPCTransportWithCredentials); nothing is registered globally.
+// (transport.GRPCWithCredentials); nothing is registered globally.
 func ExampleCredentials_WithCallCreds() {
 	creds := bootstrap.DefaultCredentials().WithCallCreds(bootstrap.CallCredsType{
 		Name: "api_key",

@@ -24,6 +24,7 @@ import (
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
+	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/lds"
 	"github.com/xdsengine/xdsengine/xdstest"
@@ -66,7 +67,7 @@ func engineConfig(addr, target string, mutate func(*engine.Config)) engine.Confi
 		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: nodeID}},
 		Registry:  builtin.Registry(),
 		Target:    target,
-		Transport: engine.GRPCTransport(fastDial),
+		Transport: transport.GRPC(fastDial),
 		Backoff:   func(int) time.Duration { return 20 * time.Millisecond },
 		Switches:  &sw,
 	}

@@ -885,10 +885,7 @@ func testResentResourcesTakeNewVersion(t *testing.T, lookup cacheLookup) {
 				watchers["c"], cancels["c"] = f.watch(typeURL, "c")
 				recvNames(t, st, typeURL, "a", "b", "c")
 			},
-			// The entry is new, so c is delivered again; its bytes, at
-			// the index they had, are known to the server's decode memo,
-			// which outlives the cache entry: no decode.
-			resources: []*anypb.Any{c1, a1, b2}, changed: []string{"c"},
+			resources: []*anypb.Any{c1, a1, b2}, decodes: 1, unfound: 1, changed: []string{"c"},
 		},
 	}
 	for i, step := range steps {

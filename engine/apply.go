@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 )
@@ -31,8 +32,9 @@ func (c *channel) applyLocked(p wire.Part) {
 	if p.First {
 		c.beginApplyLocked()
 	}
+	keys := c.e.keyLookup(r.TypeURL)
 	for i := range p.Resources {
-		c.applyResourceLocked(r, &p.Resources[i])
+		c.applyResourceLocked(r, &p.Resources[i], &keys)
 	}
 	if p.Last {
 		c.finishLocked(r)
@@ -42,9 +44,9 @@ func (c *channel) applyLocked(p wire.Part) {
 // applyResourceLocked applies one resource: a valid one updates the
 // cache, an invalid one is a data error. One sent again unchanged, the
 // bytes the entry holds, only takes the new version.
-func (c *channel) applyResourceLocked(r *wire.Response, res *wire.Resource) {
+func (c *channel) applyResourceLocked(r *wire.Response, res *wire.Resource, keys *keyLookup) {
 	e := c.e
-	_, en := e.lookupEntryLocked(r.TypeURL, res.Key)
+	_, en := keys.entry(res.Key)
 	if en == nil {
 		c.applyMemberLocked(r.TypeURL, res.Key, res.Value, res.Version, res.Err)
 		return
@@ -134,7 +136,8 @@ func (c *channel) finishLocked(r *wire.Response) {
 	if len(c.globsTouched) > 0 {
 		c.deliverGlobsLocked(r.Version, r.Received, r.Gate)
 	}
-	c.e.metrics.resourceUpdates(c, *r.Type, r.Valid, r.Invalid)
+	c.e.metrics.Add(metrics.Valid, r.Valid, c.server.URI, r.TypeURL)
+	c.e.metrics.Add(metrics.Invalid, r.Invalid, c.server.URI, r.TypeURL)
 	// The response's notices are all made: let the gate, and the notices
 	// already run, go.
 	c.e.noticeGate, c.e.notices = nil, nil
@@ -221,11 +224,11 @@ func (c *channel) applyRemovalLocked(r *wire.Response, key string) {
 // type why their server's updates are not arriving. Nothing is dropped.
 func (c *channel) unreadableLocked(r *wire.Response) {
 	e := c.e
-	e.metrics.unreadableResponse(c, r.TypeURL)
+	e.metrics.Add(metrics.Unreadable, 1, c.server.URI, r.TypeURL)
 	if r.Type == nil {
 		return
 	}
-	e.metrics.resourceUpdates(c, *r.Type, 0, 1)
+	e.metrics.Add(metrics.Invalid, 1, c.server.URI, r.TypeURL)
 	for _, a := range c.authsSortedLocked() {
 		if a.active() != c {
 			continue

@@ -178,3 +178,49 @@ func (e *Engine) allAuthoritiesLocked() []*authority {
 	}
 	return out
 }
+
+// keyLookup finds the entries of cache keys a stream hands over, for one
+// type, within one critical section. A key is canonical already, so only
+// its authority is read, and keys of one authority in a row reuse its
+// map: a response of 1,000 resources costs 1,000 lookups of their keys,
+// not three times as many.
+type keyLookup struct {
+	e       *Engine
+	typeURL string
+	// The last key's authority: xdstp says it was an xdstp name's, auth
+	// its name; a is nil when none was looked up, or it was unknown.
+	xdstp  bool
+	auth   string
+	a      *authority
+	byName map[string]*entry
+}
+
+func (e *Engine) keyLookup(typeURL string) keyLookup {
+	return keyLookup{e: e, typeURL: typeURL}
+}
+
+// entry returns key's entry and its authority, or nils.
+func (k *keyLookup) entry(key string) (*authority, *entry) {
+	if rest, ok := strings.CutPrefix(key, "xdstp://"); ok {
+		i := strings.IndexByte(rest, '/')
+		if i < 0 {
+			return nil, nil
+		}
+		if k.a == nil || !k.xdstp || rest[:i] != k.auth {
+			k.set(k.e.authorities[rest[:i]], true, rest[:i])
+		}
+	} else if k.a == nil || k.xdstp {
+		k.set(k.e.oldStyle, false, "")
+	}
+	if k.a == nil {
+		return nil, nil
+	}
+	return k.a, k.byName[key]
+}
+
+func (k *keyLookup) set(a *authority, xdstp bool, auth string) {
+	k.a, k.xdstp, k.auth, k.byName = a, xdstp, auth, nil
+	if a != nil {
+		k.byName = a.resources[k.typeURL]
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/types/eds"
 	"github.com/xdsengine/xdsengine/xdstest"
@@ -52,11 +53,11 @@ type memStream struct {
 	hold atomic.Bool
 }
 
-func (t *memTransport) Build(bootstrap.ServerConfig, engine.TransportOptions) (engine.Transport, error) {
+func (t *memTransport) Build(bootstrap.ServerConfig, transport.Options) (transport.Transport, error) {
 	return t, nil
 }
 
-func (t *memTransport) NewStream(ctx context.Context, _ string) (engine.Stream, error) {
+func (t *memTransport) NewStream(ctx context.Context, _ string) (transport.Stream, error) {
 	s := &memStream{ctx: ctx, requests: make(chan net.Buffers, 64), replies: make(chan []byte, 1), end: make(chan error, 1)}
 	select {
 	case t.streams <- s:

@@ -35,62 +35,48 @@ const (
 	StateTimeout
 )
 
-var stateNames = [...]string{"REQUESTED", "DOES_NOT_EXIST", "ACKED", "NACKED", "RECEIVED_ERROR", "TIMEOUT"}
+// states are each state's CSDS status and A78 metric label; a state in
+// which a resource can be cached says so in a label of its own (A88).
+var states = [...]struct {
+	csds               adminpb.ClientResourceStatus
+	label, cachedLabel string
+}{
+	StateRequested:     {adminpb.ClientResourceStatus_REQUESTED, "requested", "requested"},
+	StateDoesNotExist:  {adminpb.ClientResourceStatus_DOES_NOT_EXIST, "does_not_exist", "does_not_exist_but_cached"},
+	StateACKed:         {adminpb.ClientResourceStatus_ACKED, "acked", "acked"},
+	StateNACKed:        {adminpb.ClientResourceStatus_NACKED, "nacked", "nacked_but_cached"},
+	StateReceivedError: {adminpb.ClientResourceStatus_RECEIVED_ERROR, "received_error", "received_error_but_cached"},
+	StateTimeout:       {adminpb.ClientResourceStatus_TIMEOUT, "timeout", "timeout"},
+}
+
+func (s CacheState) known() bool { return s >= 0 && int(s) < len(states) }
 
 // String returns the state's A88 name, as CSDS spells it.
 func (s CacheState) String() string {
-	if s >= 0 && int(s) < len(stateNames) {
-		return stateNames[s]
+	if !s.known() {
+		return fmt.Sprintf("CacheState(%d)", int(s))
 	}
-	return fmt.Sprintf("CacheState(%d)", int(s))
+	return states[s].csds.String()
 }
 
 // ClientStatus maps the state to CSDS's ClientResourceStatus.
 func (s CacheState) ClientStatus() adminpb.ClientResourceStatus {
-	switch s {
-	case StateRequested:
-		return adminpb.ClientResourceStatus_REQUESTED
-	case StateDoesNotExist:
-		return adminpb.ClientResourceStatus_DOES_NOT_EXIST
-	case StateACKed:
-		return adminpb.ClientResourceStatus_ACKED
-	case StateNACKed:
-		return adminpb.ClientResourceStatus_NACKED
-	case StateReceivedError:
-		return adminpb.ClientResourceStatus_RECEIVED_ERROR
-	case StateTimeout:
-		return adminpb.ClientResourceStatus_TIMEOUT
+	if !s.known() {
+		return adminpb.ClientResourceStatus_UNKNOWN
 	}
-	return adminpb.ClientResourceStatus_UNKNOWN
+	return states[s].csds
 }
 
 // MetricLabel is the grpc.xds.cache_state label of gRFC A78 as extended by
 // A88: a state, and whether a resource is cached in it.
 func (s CacheState) MetricLabel(cached bool) string {
-	switch s {
-	case StateRequested:
-		return "requested"
-	case StateDoesNotExist:
-		if cached {
-			return "does_not_exist_but_cached"
-		}
-		return "does_not_exist"
-	case StateACKed:
-		return "acked"
-	case StateNACKed:
-		if cached {
-			return "nacked_but_cached"
-		}
-		return "nacked"
-	case StateReceivedError:
-		if cached {
-			return "received_error_but_cached"
-		}
-		return "received_error"
-	case StateTimeout:
-		return "timeout"
+	switch {
+	case !s.known():
+		return "unknown"
+	case cached:
+		return states[s].cachedLabel
 	}
-	return "unknown"
+	return states[s].label
 }
 
 // entry is the cache entry of one (type, name): the resource in use and
@@ -316,7 +302,7 @@ func (e *Engine) newError(kind Kind, code codes.Code, en *entry, c *channel, cau
 		err.Name = en.name
 	}
 	if c != nil {
-		err.ServerURI = c.server.URI
+		err.ServerURI, err.server = c.server.URI, &c.server
 	}
 	return err
 }

@@ -9,9 +9,11 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // channel is the engine's connection to one xDS server, shared by every
@@ -24,7 +26,7 @@ type channel struct {
 	key        string
 	features   features.Set
 	serverInfo registry.ServerInfo
-	transport  Transport
+	transport  transport.Transport // shared (Engine.Transport)
 	buildErr   error
 	memo       *wire.Memo
 
@@ -95,10 +97,8 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 	// Unknown names must be ignored (gRFC A27), which makes a typo silent:
 	// say at DEBUG what each server's features came to.
 	e.log.Debug("xDS server features", "server", s.URI, "active", fs.Names(), "ignored", ignored)
-	c.transport, c.buildErr = e.cfg.Transport.Build(s, TransportOptions{MaxResponseBytes: e.maxResponseBytes})
-	if c.buildErr != nil {
-		e.log.Error("xDS transport", "server", s.URI, "error", c.buildErr)
-	}
+	st := e.acquireTransportLocked(key, s)
+	c.transport, c.buildErr = st.t, st.err
 	e.channels[key] = c
 	return c
 }
@@ -148,12 +148,11 @@ func (c *channel) endedLocked(err error, sawResponse bool) {
 	if c.closed || c.e.closed.Load() {
 		return
 	}
-	var tooLarge *ResponseTooLargeError
+	var tooLarge *transport.ResponseTooLargeError
 	switch {
 	case errors.As(err, &tooLarge):
-		c.e.metrics.responseTooLarge(c)
-		c.onServerFailureLocked(&Error{Kind: KindResponseTooLarge, Code: codes.ResourceExhausted,
-			ServerURI: c.server.URI, NodeID: c.e.nodeID, Err: tooLarge})
+		c.e.metrics.Add(metrics.TooLarge, 1, c.server.URI, "")
+		c.onServerFailureLocked(c.e.newError(KindResponseTooLarge, codes.ResourceExhausted, nil, c, tooLarge))
 	case sawResponse:
 		c.retries = 0
 		c.e.log.Info("xDS stream closed after responses; reconnecting", "server", c.server.URI, "error", err)
@@ -162,8 +161,8 @@ func (c *channel) endedLocked(err error, sawResponse bool) {
 		}
 		return
 	default:
-		c.onServerFailureLocked(&Error{Kind: KindConnectivity, Code: codes.Unavailable, ServerURI: c.server.URI,
-			NodeID: c.e.nodeID, Err: fmt.Errorf("xDS stream failed with no responses received: %w", err)})
+		c.onServerFailureLocked(c.e.newError(KindConnectivity, codes.Unavailable, nil, c,
+			fmt.Errorf("xDS stream failed with no responses received: %w", err)))
 	}
 	if c.closed || len(c.subscribedTypesLocked()) == 0 {
 		return
@@ -191,7 +190,7 @@ func (c *channel) onServerFailureLocked(cause *Error) {
 	c.status = cause
 	if wasHealthy {
 		c.e.log.Warn("xDS server unreachable", "server", c.server.URI, "error", cause.Err)
-		c.e.metrics.serverFailure(c)
+		c.e.metrics.Add(metrics.Failures, 1, c.server.URI, "")
 	}
 	for _, a := range c.authsSortedLocked() {
 		if a.active() != c {
@@ -286,21 +285,14 @@ func (c *channel) releaseLocked(a *authority) {
 	if c.e.channels[c.key] == c {
 		delete(c.e.channels, c.key)
 	}
-	if t := c.shutdownLocked(); t != nil {
-		// Closing a gRPC connection can take a moment; not under the lock.
-		c.e.streamsRun.Add(1)
-		go func() {
-			defer c.e.streamsRun.Done()
-			t.Close()
-		}()
-	}
+	c.shutdownLocked()
 }
 
-// shutdownLocked ends the stream and retries and returns the transport for
-// the caller to close.
-func (c *channel) shutdownLocked() Transport {
+// shutdownLocked ends the stream and retries, and gives the transport
+// back.
+func (c *channel) shutdownLocked() {
 	if c.closed {
-		return nil
+		return
 	}
 	c.closed = true
 	if c.stopRetry != nil {
@@ -308,7 +300,7 @@ func (c *channel) shutdownLocked() Transport {
 		c.stopRetry = nil
 	}
 	c.stopStreamLocked()
-	return c.transport
+	c.e.releaseTransportLocked(c.key)
 }
 
 // channelErrorFor is the connectivity error as one resource's watchers see it.

@@ -9,6 +9,7 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // Config configures an Engine. The engine does not modify it; a Config may
@@ -25,10 +26,10 @@ type Config struct {
 	Features []features.ServerFeature
 	// Transport reaches the servers. Nil means gRPC with the credentials
 	// the bootstrap names.
-	Transport TransportBuilder
+	Transport transport.Builder
 	// MaxResponseBytes is the largest DiscoveryResponse the engine accepts
 	// from a server; the default transport applies it to its streams.
-	// Zero means [DefaultMaxResponseBytes] (128 MiB; gRPC's own default
+	// Zero means [transport.DefaultMaxResponseBytes] (128 MiB; gRPC's own default
 	// of 4 MiB is too small for large meshes). A larger response cannot
 	// be read: the stream fails, watchers get a RESOURCE_EXHAUSTED error
 	// naming the size and this setting, and the stream is retried with

@@ -34,6 +34,7 @@ import (
 	"github.com/xdsengine/xdsengine/internal/testutil/testpki"
 	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
 	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // tlsConfigJSON is a "tls" channel_creds config naming files.
@@ -56,7 +57,7 @@ func credsEngineConfig(servers ...bootstrap.ServerConfig) engine.Config {
 		Registry:  testtype.Registry(),
 		Switches:  &features.Switches{},
 		Backoff:   func(int) time.Duration { return 20 * time.Millisecond },
-		Transport: engine.GRPCTransport(grpc.WithConnectParams(grpc.ConnectParams{
+		Transport: transport.GRPC(grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.2, MaxDelay: 100 * time.Millisecond},
 			MinConnectTimeout: time.Second,
 		})),
@@ -235,11 +236,11 @@ func TestNewReportsUnreadableFile(t *testing.T) {
 	}
 }
 
-// plainBuilder is a TransportBuilder without a CheckServer method.
-type plainBuilder struct{ engine.TransportBuilder }
+// plainBuilder is a transport.Builder without a CheckServer method.
+type plainBuilder struct{ transport.Builder }
 
 // checkingBuilder adds a CheckServer that reports two problems.
-type checkingBuilder struct{ engine.TransportBuilder }
+type checkingBuilder struct{ transport.Builder }
 
 func (checkingBuilder) CheckServer(s bootstrap.ServerConfig) error {
 	if s.URI != "bad:443" {
@@ -253,13 +254,13 @@ func TestNewServerCheckerIsOptional(t *testing.T) {
 	bad := bootstrap.ServerConfig{URI: "bad:443", ChannelCreds: []bootstrap.ChannelCreds{{Type: "tls", Config: tlsConfigJSON(missing, "", "", "")}}}
 	tests := []struct {
 		name      string
-		transport engine.TransportBuilder
+		transport transport.Builder
 		want      []string
 	}{
-		{name: "without CheckServer nothing is checked", transport: plainBuilder{engine.GRPCTransport()}},
+		{name: "without CheckServer nothing is checked", transport: plainBuilder{transport.GRPC()}},
 		{
 			name:      "a checker's joined errors, one line each",
-			transport: checkingBuilder{engine.GRPCTransport()},
+			transport: checkingBuilder{transport.GRPC()},
 			want: []string{
 				"engine: bootstrap xds_servers[1].server_uri: not this one",
 				"engine: bootstrap xds_servers[1].channel_creds[0]: nor these",
@@ -378,7 +379,7 @@ func TestCallCredsOverInsecure(t *testing.T) {
 	if err == nil || err.Error() != "engine: bootstrap xds_servers[0]."+want {
 		t.Errorf("engine.New error = %v, want %q", err, "engine: bootstrap xds_servers[0]."+want)
 	}
-	tr, err := engine.GRPCTransport().Build(s, engine.TransportOptions{})
+	tr, err := transport.GRPC().Build(s, transport.Options{})
 	if err == nil {
 		tr.Close()
 		t.Fatal("Build succeeded")
@@ -545,7 +546,7 @@ func TestGoogleDefault(t *testing.T) {
 		// Only the roots are swapped, by a dial option of the caller's:
 		// the token still comes from google_default.
 		cfg := credsEngineConfig(server)
-		cfg.Transport = engine.GRPCTransport(grpc.WithTransportCredentials(credentials.NewClientTLSFromCert(ca.Pool, "")))
+		cfg.Transport = transport.GRPC(grpc.WithTransportCredentials(credentials.NewClientTLSFromCert(ca.Pool, "")))
 		eng, err := engine.New(cfg)
 		if err != nil {
 			t.Fatalf("engine.New: %v", err)
@@ -633,7 +634,7 @@ func TestCustomCredentialsType(t *testing.T) {
 	}
 	cfg := credsEngineConfig()
 	cfg.Bootstrap = bs
-	cfg.Transport = engine.GRPCTransportWithCredentials(creds)
+	cfg.Transport = transport.GRPCWithCredentials(creds)
 	eng, err := engine.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // sendGate wraps a transport so that a test can hold the engine's writer
@@ -20,14 +21,14 @@ import (
 // while no request can be built, which is otherwise a race the writer
 // usually wins.
 type sendGate struct {
-	inner   engine.TransportBuilder
+	inner   transport.Builder
 	mu      sync.Mutex
 	held    bool
 	entered chan struct{}
 	release chan struct{}
 }
 
-func newSendGate(inner engine.TransportBuilder) *sendGate {
+func newSendGate(inner transport.Builder) *sendGate {
 	return &sendGate{inner: inner, entered: make(chan struct{}, 1), release: make(chan struct{})}
 }
 
@@ -46,7 +47,7 @@ func (g *sendGate) open() {
 	g.release = make(chan struct{})
 }
 
-func (g *sendGate) Build(s bootstrap.ServerConfig, o engine.TransportOptions) (engine.Transport, error) {
+func (g *sendGate) Build(s bootstrap.ServerConfig, o transport.Options) (transport.Transport, error) {
 	t, err := g.inner.Build(s, o)
 	if err != nil {
 		return nil, err
@@ -55,11 +56,11 @@ func (g *sendGate) Build(s bootstrap.ServerConfig, o engine.TransportOptions) (e
 }
 
 type gatedTransport struct {
-	engine.Transport
+	transport.Transport
 	g *sendGate
 }
 
-func (t gatedTransport) NewStream(ctx context.Context, method string) (engine.Stream, error) {
+func (t gatedTransport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
 	st, err := t.Transport.NewStream(ctx, method)
 	if err != nil {
 		return nil, err
@@ -69,7 +70,7 @@ func (t gatedTransport) NewStream(ctx context.Context, method string) (engine.St
 
 // gatedStream has Send alone: the engine then sends every request whole.
 type gatedStream struct {
-	inner engine.Stream
+	inner transport.Stream
 	g     *sendGate
 	ctx   context.Context
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -14,10 +13,13 @@ import (
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/internal/buildinfo"
 	"github.com/xdsengine/xdsengine/internal/serial"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // Version is the version of the xdsengine module the program was built
@@ -25,40 +27,8 @@ import (
 // pseudo-version when the program requires the module, the version Go
 // stamped when the module is the program's own (a command of this
 // repository), and "(devel)" when Go recorded none. It is sent as the
-// node's user agent version. It is read once, when the program starts.
-var Version = moduleVersion()
-
-// modulePath is the path of the module the engine belongs to.
-const modulePath = "github.com/xdsengine/xdsengine"
-
-func moduleVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(devel)"
-	}
-	return versionIn(bi)
-}
-
-// versionIn finds the module's version in a program's build information:
-// the main module's when the module is the program's own, else its entry
-// among the dependencies, replacement included.
-func versionIn(bi *debug.BuildInfo) string {
-	m := &bi.Main
-	if m.Path != modulePath {
-		i := slices.IndexFunc(bi.Deps, func(d *debug.Module) bool { return d.Path == modulePath })
-		if i < 0 {
-			return "(devel)"
-		}
-		m = bi.Deps[i]
-	}
-	if m.Replace != nil {
-		m = m.Replace
-	}
-	if m.Version == "" {
-		return "(devel)"
-	}
-	return m.Version
-}
+// node's user agent version.
+var Version = buildinfo.ModuleVersion()
 
 // DefaultSlowWatcherThreshold is Config.SlowWatcherThreshold's default.
 const DefaultSlowWatcherThreshold = 30 * time.Second
@@ -89,7 +59,7 @@ type Engine struct {
 	fallback   FallbackPolicy
 	ser        *serial.Serializer
 	streamsRun sync.WaitGroup
-	metrics    *metrics
+	metrics    *metrics.Recorder
 	// maxResponseBytes and slowWatcherThreshold are the Config's, with
 	// their defaults.
 	maxResponseBytes     int
@@ -100,6 +70,9 @@ type Engine struct {
 	// (do); opsMu guards them alone, and is never held with mu wanted.
 	opsMu sync.Mutex
 	ops   []op
+	// spareOps is the array of the calls last applied, for the next ones:
+	// a burst of watches appends to it rather than to a new one.
+	spareOps []op
 
 	// mu guards everything below, and the authorities' and channels'
 	// state. It is held for short critical sections: a Watch or cancel,
@@ -107,7 +80,8 @@ type Engine struct {
 	mu          sync.Mutex
 	oldStyle    *authority            // names that are not xdstp:// (A47)
 	authorities map[string]*authority // xdstp:// authorities of the bootstrap
-	channels    map[string]*channel   // by bootstrap.ServerConfig.key
+	channels    map[string]*channel   // by serverKey
+	transports  map[string]*sharedTransport
 	// certificateProviders tells decoders the bootstrap's certificate
 	// provider instances; nil when they are not checked.
 	certificateProviders func(name string) bool
@@ -170,9 +144,10 @@ func (e *Engine) runOpsLocked() {
 	for {
 		e.opsMu.Lock()
 		ops := e.ops
-		e.ops = nil
+		e.ops, e.spareOps = e.spareOps[:0], nil
 		e.opsMu.Unlock()
 		if len(ops) == 0 {
+			e.spareOps = ops
 			return
 		}
 		for _, o := range ops {
@@ -180,6 +155,8 @@ func (e *Engine) runOpsLocked() {
 				e.applyOpLocked(o)
 			}
 		}
+		clear(ops)
+		e.spareOps = ops[:0]
 	}
 }
 
@@ -194,6 +171,7 @@ func New(cfg Config) (*Engine, error) {
 		nodeID:      cfg.Bootstrap.Node.ID,
 		authorities: make(map[string]*authority),
 		channels:    make(map[string]*channel),
+		transports:  make(map[string]*sharedTransport),
 	}
 	e.applyDefaults()
 	e.types = make(map[string]*registry.ResourceType, cfg.Registry.Len())
@@ -202,7 +180,7 @@ func New(cfg Config) (*Engine, error) {
 			e.types[u] = &t
 		}
 	}
-	if err := checkServers(e.cfg.Transport, cfg.Bootstrap); err != nil {
+	if err := transport.CheckServers(e.cfg.Transport, cfg.Bootstrap); err != nil {
 		return nil, err
 	}
 	if e.switches.DisableDataErrorHandling {
@@ -220,7 +198,7 @@ func New(cfg Config) (*Engine, error) {
 		}
 		e.authorities[name] = e.newAuthority(name, servers, a.FallbackOnReachabilityOnly)
 	}
-	m, err := newMetrics(e, cfg.MeterProvider)
+	m, err := metrics.New(cfg.MeterProvider, cfg.Target, Version, e.gauges)
 	if err != nil {
 		return nil, fmt.Errorf("engine: metrics: %w", err)
 	}
@@ -269,7 +247,7 @@ func (e *Engine) applyDefaults() {
 	}
 	e.log = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	e.certificateProviders = certificateProviders(cfg)
-	e.maxResponseBytes = cmp.Or(cfg.MaxResponseBytes, DefaultMaxResponseBytes)
+	e.maxResponseBytes = cmp.Or(cfg.MaxResponseBytes, transport.DefaultMaxResponseBytes)
 	switch e.slowWatcherThreshold = cfg.SlowWatcherThreshold; {
 	case e.slowWatcherThreshold == 0:
 		e.slowWatcherThreshold = DefaultSlowWatcherThreshold
@@ -290,7 +268,7 @@ func (e *Engine) applyDefaults() {
 		e.fallback = DefaultFallbackPolicy()
 	}
 	if cfg.Transport == nil {
-		e.cfg.Transport = GRPCTransport()
+		e.cfg.Transport = transport.GRPC()
 	}
 }
 
@@ -348,11 +326,18 @@ func (e *Engine) Close() error {
 		e.unlock()
 		return nil
 	}
-	var transports []Transport
-	for _, c := range e.channels {
-		if t := c.shutdownLocked(); t != nil {
-			transports = append(transports, t)
+	// Every transport closes here, those still lent to other services
+	// (load reporting) too: their users are to be done by now. The
+	// channels then have none to give back.
+	var transports []transport.Transport
+	for key, st := range e.transports {
+		if st.t != nil {
+			transports = append(transports, st.t)
 		}
+		delete(e.transports, key)
+	}
+	for _, c := range e.channels {
+		c.shutdownLocked()
 	}
 	e.channels = nil
 	e.unlock()
@@ -364,6 +349,6 @@ func (e *Engine) Close() error {
 	}
 	e.streamsRun.Wait()
 	e.ser.Close()
-	e.metrics.close()
+	e.metrics.Close()
 	return errors.Join(errs...)
 }

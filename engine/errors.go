@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/features"
 )
 
@@ -91,8 +92,10 @@ type Error struct {
 	TypeURL   string // resource type, if the error is about one resource
 	Name      string // resource name, likewise
 	ServerURI string // the xDS server involved, if any
-	NodeID    string
-	Err       error // the cause
+	// server is that server's bootstrap entry, for Update.Server.
+	server *bootstrap.ServerConfig
+	NodeID string
+	Err    error // the cause
 }
 
 // Error formats as "<what>: <cause> (xDS server <uri>) (node ID: <id>)".

@@ -25,7 +25,7 @@ func ExampleUpdateWatcher() {
 	w := updateWatcher{updates: make(chan engine.Update, 1)}
 	defer e.Watch(greetingTypeURL, "a", w)()
 	u := <-w.updates
-	fmt.Println(u.Resource.(*Greeting).Text, "| version", u.Version != "", "| from the bootstrap's server:", u.ServerURI != "")
+	fmt.Println(u.Resource.(*Greeting).Text, "| version", u.Version != "", "| from the bootstrap's server:", u.Server.URI != "")
 	// Output: hi from a | version true | from the bootstrap's server: true
 }
 
@@ -50,7 +50,7 @@ func ExampleEngine_Authorities() {
 	defer e.Watch(greetingTypeURL, "a", w)()
 	u := <-w.updates
 	for _, a := range e.Authorities() {
-		fmt.Println("old-style:", a.OldStyle, "| active is the first server:", a.Active == a.Servers[0] && a.Active == u.ServerURI, "| connected:", a.Connected)
+		fmt.Println("old-style:", a.OldStyle, "| active is the first server:", a.Active == a.Servers[0] && a.Active == u.Server.URI, "| connected:", a.Connected)
 	}
 	// Output: old-style: true | active is the first server: true | connected: true
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // greetingServer serves greetings named by names from a go-control-plane
@@ -196,7 +197,7 @@ func greetingEngineWithTimeout(d time.Duration) (*engine.Engine, func()) {
 		Bootstrap:       &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{{URI: "passthrough:///xds.example.com", ChannelCreds: []bootstrap.ChannelCreds{{Type: "insecure"}}}}, Node: bootstrap.Node{ID: "example-node"}},
 		Registry:        registry.MustNew(greetingType),
 		ResourceTimeout: d,
-		Transport:       engine.GRPCTransport(dialTo(addr)),
+		Transport:       transport.GRPC(dialTo(addr)),
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -38,7 +38,7 @@ func (e *Engine) maybeFallbackLocked(a *authority) bool {
 			c.typeChangedLocked(typeURL)
 		}
 		if c.buildErr != nil && c.status == nil {
-			c.status = &Error{Kind: KindConnectivity, Code: codes.Unavailable, ServerURI: c.server.URI, NodeID: e.nodeID, Err: c.buildErr}
+			c.status = e.newError(KindConnectivity, codes.Unavailable, nil, c, c.buildErr)
 		}
 		if c.status == nil {
 			return true

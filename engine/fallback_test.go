@@ -15,6 +15,7 @@ import (
 	"github.com/xdsengine/xdsengine/internal/testutil/tcpproxy"
 	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
 	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
+	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/xdstest"
 )
 
@@ -276,7 +277,7 @@ func TestPoolFallsBackPerTarget(t *testing.T) {
 	pool, err := engine.NewPool(engine.Config{
 		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(proxy.Addr()), bootstrap.InsecureServer(fallback.Addr())}, Node: bootstrap.Node{ID: nodeID}},
 		Registry:  testtype.Registry(),
-		Transport: engine.GRPCTransport(fastDial),
+		Transport: transport.GRPC(fastDial),
 		Backoff:   func(int) time.Duration { return 20 * time.Millisecond },
 		Switches:  &sw,
 	})

@@ -27,6 +27,7 @@ import (
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
 	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
 	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // The fuzz targets of this package that drive the response path share
@@ -156,7 +157,7 @@ func (env *fuzzEnv) start(t *testing.T) {
 		Backoff:  func(n int) time.Duration { return time.Duration(n+1) * time.Second },
 		Logger:   slog.New(env.errLogs),
 	}
-	cfg.Transport = engine.GRPCTransport(grpc.WithConnectParams(grpc.ConnectParams{
+	cfg.Transport = transport.GRPC(grpc.WithConnectParams(grpc.ConnectParams{
 		Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.2, MaxDelay: 100 * time.Millisecond},
 		MinConnectTimeout: time.Second,
 	}))

@@ -20,6 +20,7 @@ import (
 	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
 	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 const (
@@ -65,7 +66,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 		Features:  o.features,
 		Backoff:   func(n int) time.Duration { return time.Duration(n+1) * time.Second },
 	}
-	cfg.Transport = engine.GRPCTransport(grpc.WithConnectParams(grpc.ConnectParams{
+	cfg.Transport = transport.GRPC(grpc.WithConnectParams(grpc.ConnectParams{
 		Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.2, MaxDelay: 100 * time.Millisecond},
 		MinConnectTimeout: time.Second,
 	}))

@@ -4,7 +4,9 @@ import (
 	"context"
 	"strings"
 
+	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // streamHost is a channel's side of one of its streams (wire.Host). The
@@ -79,8 +81,7 @@ func (h *streamHost) SlowWatchers(pending []wire.Pending, notifications int) {
 		"server", c.server.URI, "after", e.slowWatcherThreshold, "notifications", notifications,
 		"resources", len(pending), "first", strings.Join(named, ", "))
 	for u, n := range perType {
-		t, _ := e.reg.Lookup(u)
-		e.metrics.slowWatchers(c, t, n)
+		e.metrics.Add(metrics.Slow, n, c.server.URI, u)
 	}
 }
 
@@ -128,23 +129,19 @@ func (c *channel) stopStreamLocked() {
 }
 
 // openStream opens an ADS stream on the channel's transport.
-func (c *channel) openStream(ctx context.Context) (wire.RawStream, error) {
+func (c *channel) openStream(ctx context.Context) (transport.Stream, error) {
 	if c.transport == nil {
 		return nil, c.buildErr
 	}
-	method := ADSMethod
+	method := transport.ADSMethod
 	if c.delta {
-		method = DeltaADSMethod
+		method = transport.DeltaADSMethod
 	}
 	st, err := c.transport.NewStream(ctx, method)
 	if err != nil {
 		return nil, err
 	}
-	limited := limitedStream{st, c.e.maxResponseBytes}
-	if bs, ok := st.(BuffersSender); ok {
-		return limitedBuffersStream{limited, bs}, nil
-	}
-	return limited, nil
+	return transport.LimitReceive(st, c.e.maxResponseBytes), nil
 }
 
 // resolveName returns the cache key of a resource name.
@@ -154,26 +151,4 @@ func (c *channel) resolveName(typeURL, name string) (string, error) {
 		return "", err.Err
 	}
 	return key, nil
-}
-
-// limitedStream enforces the receive limit over a transport that does
-// not enforce it itself.
-type limitedStream struct {
-	Stream
-	limit int
-}
-
-// limitedBuffersStream is a limitedStream that keeps its stream's
-// SendBuffers, which the wrapping would hide.
-type limitedBuffersStream struct {
-	limitedStream
-	BuffersSender
-}
-
-func (s limitedStream) Recv() ([]byte, error) {
-	b, err := s.Stream.Recv()
-	if err == nil && len(b) > s.limit {
-		return nil, &ResponseTooLargeError{Size: len(b), Limit: s.limit}
-	}
-	return b, err
 }

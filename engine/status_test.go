@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -8,7 +10,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 )
 
@@ -50,14 +54,14 @@ func TestUpdateMetadata(t *testing.T) {
 	if u.Err != nil || resourceName(t, u.Resource) != "a" {
 		t.Fatalf("update = %+v, want resource a", u)
 	}
-	if u.Version != "v7" || u.ServerURI != f.servers[0].Addr() || !u.Received.Equal(received) {
-		t.Errorf("update from version %q, server %q, at %v; want v7, %q, %v", u.Version, u.ServerURI, u.Received, f.servers[0].Addr(), received)
+	if u.Version != "v7" || u.Server.URI != f.servers[0].Addr() || !u.Received.Equal(received) {
+		t.Errorf("update from version %q, server %q, at %v; want v7, %q, %v", u.Version, u.Server.URI, u.Received, f.servers[0].Addr(), received)
 	}
 
 	// A second watcher is given the cached resource with the same origin.
 	w2 := &updateRecorder{updates: make(chan engine.Update, 10)}
 	defer f.eng.Watch(thing, "a", w2)()
-	if u2 := w2.next(t); u2.Version != "v7" || u2.ServerURI != u.ServerURI || !u2.Received.Equal(received) {
+	if u2 := w2.next(t); u2.Version != "v7" || u2.Server.URI != u.Server.URI || !u2.Received.Equal(received) {
 		t.Errorf("cached update = %+v, want the first one's origin", u2)
 	}
 
@@ -67,7 +71,7 @@ func TestUpdateMetadata(t *testing.T) {
 	received8 := f.clock.Now()
 	st.SendT(t, resp(thing, "v8", res(thing, "a", "v", "8")))
 	for _, rec := range []*updateRecorder{w, w2} {
-		if u8 := rec.next(t); u8.Version != "v8" || u8.ServerURI != u.ServerURI || !u8.Received.Equal(received8) {
+		if u8 := rec.next(t); u8.Version != "v8" || u8.Server.URI != u.Server.URI || !u8.Received.Equal(received8) {
 			t.Errorf("update = %+v, want version v8 received at %v", u8, received8)
 		}
 	}
@@ -168,5 +172,34 @@ func TestDefaultBackoff(t *testing.T) {
 				t.Fatalf("DefaultBackoff(%d) = %v, want within [%v, %v]", tt.n, d, tt.min, tt.max)
 			}
 		}
+	}
+}
+
+// TestUpdateServerIsTheEntryUsed: two bootstrap entries may share a URI
+// and differ in features (or credentials); the engine keeps a stream for
+// each, and an update names the entry it came through, not the first
+// with that URI (issue 39): a "self" config source in the resource means
+// that entry.
+func TestUpdateServerIsTheEntryUsed(t *testing.T) {
+	const authority = "auth.example"
+	f := newFixture(t, fixtureOpts{mutate: func(c *engine.Config) {
+		addr := c.Bootstrap.Servers[0].URI
+		c.Bootstrap.Servers = []bootstrap.ServerConfig{bootstrap.InsecureServer(addr, features.NameIgnoreResourceDeletion)}
+		c.Bootstrap.Authorities = map[string]bootstrap.Authority{
+			authority: {Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr, features.NameFailOnDataErrors)}},
+		}
+	}})
+	name := "xdstp://" + authority + "/" + strings.TrimPrefix(thing, "type.googleapis.com/") + "/a"
+	w := &updateRecorder{updates: make(chan engine.Update, 10)}
+	defer f.eng.Watch(thing, name, w)()
+	st := f.servers[0].WaitStream(t)
+	st.RecvT(t)
+	st.SendT(t, resp(thing, "v1", res(thing, name)))
+	u := w.next(t)
+	if u.Err != nil {
+		t.Fatal(u.Err)
+	}
+	if got := u.Server.ServerFeatures; !slices.Equal(got, []string{features.NameFailOnDataErrors}) {
+		t.Fatalf("update from the entry with features %v, want the authority's entry (%s)", got, features.NameFailOnDataErrors)
 	}
 }

@@ -63,7 +63,7 @@ func (c *channel) subscriptionLocked(typeURL string) wire.Subscription {
 		clear(sn.touched)
 		sn.touched = sn.touched[:0]
 		old := sn.names
-		sn.names = mergeNames(old, added, removed)
+		sn.names = wire.MergeNames(old, added, removed)
 		if !sn.handed || !sameSlice(sn.given, old) {
 			added, removed = nil, nil
 		}
@@ -75,15 +75,16 @@ func (c *channel) subscriptionLocked(typeURL string) wire.Subscription {
 	case added != nil || removed != nil:
 		sub.Added, sub.Removed = added, removed
 	case !sameSlice(sn.given, sn.names):
-		sub.Added, sub.Removed = diffNames(sn.given, sn.names)
+		sub.Added, sub.Removed = wire.DiffNames(sn.given, sn.names)
 	}
 	if !sn.handed && c.delta {
 		sub.Versions = c.resourceVersionsLocked(typeURL)
 	}
 	if len(sub.Added) > 0 {
 		sub.Timeout = c.timerLocked().Timeout
+		keys := c.e.keyLookup(typeURL)
 		for _, name := range sub.Added {
-			if _, en := c.e.lookupEntryLocked(typeURL, name); en != nil && en.value == nil {
+			if _, en := keys.entry(name); en != nil && en.value == nil {
 				sub.Awaited = append(sub.Awaited, name)
 			}
 		}
@@ -149,64 +150,6 @@ func (c *channel) changesLocked(typeURL string, sn *subscribedNames) (added, rem
 	return added, removed
 }
 
-// mergeNames returns base with added joined and removed left out, all
-// sorted, added holding no name of base and removed only names of it.
-// The runs of base between changes are found by binary search and copied
-// whole: k log n comparisons for k changes rather than n.
-func mergeNames(base, added, removed []string) []string {
-	if len(added) == 0 && len(removed) == 0 {
-		return base
-	}
-	out := make([]string, 0, len(base)+len(added)-len(removed))
-	i := 0
-	for len(added) > 0 || len(removed) > 0 {
-		var key string
-		isAdded := len(removed) == 0 || (len(added) > 0 && added[0] < removed[0])
-		if isAdded {
-			key, added = added[0], added[1:]
-		} else {
-			key, removed = removed[0], removed[1:]
-		}
-		pos, found := slices.BinarySearch(base[i:], key)
-		out = append(out, base[i:i+pos]...)
-		i += pos
-		if found {
-			i++
-		}
-		if isAdded {
-			out = append(out, key)
-		}
-	}
-	return append(out, base[i:]...)
-}
-
-// diffNames returns the names of cur not in old, and those of old not in
-// cur; both are sorted. Strings that share their bytes compare equal
-// without reading them, as the lists mostly do.
-func diffNames(old, cur []string) (added, removed []string) {
-	i, j := 0, 0
-	for i < len(old) || j < len(cur) {
-		switch {
-		case i < len(old) && j < len(cur) && old[i] == cur[j]:
-			i++
-			j++
-		case j == len(cur) || (i < len(old) && old[i] < cur[j]):
-			removed = append(removed, old[i])
-			i++
-		default:
-			added = append(added, cur[j])
-			j++
-		}
-	}
-	return added, removed
-}
-
-// sameSlice reports whether a and b are the same slice (the same array,
-// the same length).
-func sameSlice[T any](a, b []T) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
-
 // entryLocked finds a cache key among the channel's authorities.
 func (c *channel) entryLocked(typeURL, key string) *entry {
 	for a := range c.auths {
@@ -266,4 +209,10 @@ func (c *channel) timerLocked() features.Timer {
 		t.Timeout = c.e.cfg.ResourceTimeout
 	}
 	return t
+}
+
+// sameSlice reports whether a and b are the same slice (the same array,
+// the same length): a list handed to a stream is replaced, never changed.
+func sameSlice(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

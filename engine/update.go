@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/registry"
 )
 
@@ -19,9 +20,13 @@ type Update struct {
 	// or, with Err, of the response that caused it ("" when no response
 	// did, as for a does-not-exist timer or a lost server).
 	Version string
-	// ServerURI is the server that sent Resource or caused Err ("" when no
-	// server did, as for an invalid resource name).
-	ServerURI string
+	// Server is the bootstrap's entry of the server that sent Resource or
+	// caused Err (zero when no server did, as for an invalid resource
+	// name): the server a "self" config source in the resource means,
+	// such as a Cluster's lrs_server (package lrs). Two entries may share
+	// a URI and differ in credentials or features; this is the one the
+	// engine used.
+	Server bootstrap.ServerConfig
 	// Received is when the engine received Resource, or learned of Err,
 	// on Config.Clock.
 	Received time.Time
@@ -37,11 +42,11 @@ type UpdateWatcher interface {
 
 // TypedUpdate is an [Update] whose resource is of Go type T.
 type TypedUpdate[T any] struct {
-	Resource  T
-	Err       error
-	Version   string
-	ServerURI string
-	Received  time.Time
+	Resource T
+	Err      error
+	Version  string
+	Server   bootstrap.ServerConfig
+	Received time.Time
 }
 
 // TypedUpdateWatcher is the optional interface of a [TypedWatcher] that
@@ -68,23 +73,24 @@ func deliverChange(w ResourceWatcher, u Update, done func()) {
 // its watcher, its value and its hold on the response, and not two more
 // strings and a time.
 type origin struct {
-	version, serverURI string
-	received           time.Time
+	version  string
+	server   *bootstrap.ServerConfig // nil when no server
+	received time.Time
 }
 
 // originLocked returns the origin of a change of en for its watchers: the
 // cached resource's, or the error's (err non-nil).
 func (e *Engine) originLocked(en *entry, err error) *origin {
 	if err == nil {
-		uri := ""
+		var server *bootstrap.ServerConfig
 		if en.source != nil {
-			uri = en.source.server.URI
+			server = &en.source.server
 		}
-		return e.sharedOriginLocked(origin{version: en.version, serverURI: uri, received: en.updated})
+		return e.sharedOriginLocked(origin{version: en.version, server: server, received: en.updated})
 	}
 	var o origin
 	if xe, ok := err.(*Error); ok {
-		o.serverURI = xe.ServerURI
+		o.server = xe.server
 		if f := en.fail; f != nil && xe == f.err {
 			o.version, o.received = f.failedVersion, f.failedAt
 		}
@@ -109,7 +115,7 @@ func (e *Engine) sharedOriginLocked(o origin) *origin {
 // OnUpdate converts the update to T and hands it to a TypedUpdateWatcher,
 // or to OnResourceChanged.
 func (t typedWatcher[T]) OnUpdate(u Update, done func()) {
-	tu := TypedUpdate[T]{Err: u.Err, Version: u.Version, ServerURI: u.ServerURI, Received: u.Received}
+	tu := TypedUpdate[T]{Err: u.Err, Version: u.Version, Server: u.Server, Received: u.Received}
 	if u.Err == nil {
 		v, ok := u.Resource.(T)
 		if !ok {

@@ -232,7 +232,10 @@ type notice struct {
 func (n *notice) update() Update {
 	u := Update{Resource: n.resource, Err: n.err}
 	if o := n.origin; o != nil {
-		u.Version, u.ServerURI, u.Received = o.version, o.serverURI, o.received
+		u.Version, u.Received = o.version, o.received
+		if o.server != nil {
+			u.Server = *o.server
+		}
 	}
 	return u
 }

@@ -3,9 +3,6 @@ package lrs
 import (
 	"sync"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 )
@@ -75,19 +72,6 @@ func (c *Client) ReportLoad(srv bootstrap.ServerConfig, cluster, service string)
 			}
 		})
 	}
-}
-
-// ReportLoadToSelf reports the load of cluster to the server its
-// resource came from, the server an lrs_server of "self" means:
-// serverURI is the Update.ServerURI of the cds.Cluster. It fails with
-// codes.NotFound if no server of the bootstrap has that URI.
-func (c *Client) ReportLoadToSelf(serverURI, cluster, service string) (*Store, func(), error) {
-	srv, ok := c.selfServer(serverURI)
-	if !ok {
-		return nil, nil, status.Errorf(codes.NotFound, "lrs: no server %q in the bootstrap (node ID: %s)", serverURI, c.e.NodeID())
-	}
-	st, cancel := c.ReportLoad(srv, cluster, service)
-	return st, cancel, nil
 }
 
 // Close ends every stream and returns when they have ended. Each stream

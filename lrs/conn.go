@@ -7,26 +7,17 @@ import (
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // This file is the one place where load reporting meets the engine's
-// servers: which bootstrap entry "self" means, which servers share a
-// stream, and the transport a stream runs on (a connection of its own
-// per server today). Sharing the ADS connection, or naming a server by
-// its bootstrap entry rather than its URI, changes these functions only.
+// servers: which servers share a stream, and the transport a stream runs
+// on, which is the engine's own connection to the server.
 
-// selfServer returns the bootstrap's configuration of the server that
-// an Update.ServerURI names.
-func (c *Client) selfServer(serverURI string) (bootstrap.ServerConfig, bool) {
-	return c.e.ServerConfig(serverURI)
-}
-
-// newTransport builds the transport of one server's LRS stream, as the
-// engine builds its own (its transport builder and the bootstrap's
-// credentials). The server's goroutine closes it.
-func (c *Client) newTransport(srv bootstrap.ServerConfig) (engine.Transport, error) {
-	return c.e.NewServerTransport(srv)
+// transport returns the engine's transport to a server, shared with its
+// ADS stream, and the function that gives it back.
+func (c *Client) transport(srv bootstrap.ServerConfig) (transport.Transport, func(), error) {
+	return c.e.Transport(srv)
 }
 
 // node is the engine's node with the LRS client feature.

@@ -5,11 +5,12 @@
 // succeeded and failed, how many are in progress, named load metrics, and
 // the calls it dropped by category.
 //
-// A [Client] reports for one engine, over the engine's transport and
-// credentials for each server, with its node, clock and backoff: the
-// bootstrap that configures the engine configures load reporting too.
-// [Client.ReportLoad] (or [Client.ReportLoadToSelf], given the server a
-// cds.Cluster came from) returns a [Store] to record calls in, from any
+// A [Client] reports for one engine, over the engine's own connection to
+// each server (one connection per server for ADS and LRS, as gRPC keeps),
+// with its node, clock and backoff: the bootstrap that configures the
+// engine configures load reporting too. [Client.ReportLoad], given the
+// server a cds.Cluster came from (engine.Update.Server, the bootstrap
+// entry the engine used), returns a [Store] to record calls in, from any
 // number of goroutines, and a cancel function. One LRS stream per server
 // carries every store reporting to it, from the first ReportLoad to the
 // last cancel.

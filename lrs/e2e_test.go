@@ -10,8 +10,10 @@ import (
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/internal/testutil/tcpproxy"
 	"github.com/xdsengine/xdsengine/internal/testutil/testengine"
 	"github.com/xdsengine/xdsengine/lrs"
+	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/xdstest"
@@ -19,18 +21,18 @@ import (
 
 // TestReportToSelf: a Cluster whose lrs_server is self, from a real
 // management server that also serves LRS, has its load reported to that
-// server over the engine's own configuration.
+// server over the engine's own configuration and its own connection: one
+// TCP connection carries both ADS and LRS, as gRPC keeps it (a TCP proxy
+// in front of the server counts them).
 func TestReportToSelf(t *testing.T) {
 	loads := &loadServer{settings: settings(10*time.Millisecond, true)}
 	mgmt := xdstest.NewServer(t, xdstest.Options{Register: func(s *grpc.Server) { lrspb.RegisterLoadReportingServiceServer(s, loads) }})
 	c := xdstest.Cluster("backend", "backend-eds")
 	c.LrsServer = &corepb.ConfigSource{ConfigSourceSpecifier: &corepb.ConfigSource_Self{Self: &corepb.SelfConfigSource{}}}
 	mgmt.Set(xdstest.R("backend", c))
-	bs, err := bootstrap.Parse(mgmt.Bootstrap(xdstest.BootstrapOptions{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.New(engine.Config{Bootstrap: bs, Registry: builtin.Registry(), Transport: engine.GRPCTransport(testengine.FastDial)})
+	proxy := tcpproxy.Start(t, mgmt.Addr())
+	bs := &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(proxy.Addr())}, Node: bootstrap.Node{ID: "lrs-node"}}
+	e, err := engine.New(engine.Config{Bootstrap: bs, Registry: builtin.Registry(), Transport: transport.GRPC(testengine.FastDial)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,14 +46,14 @@ func TestReportToSelf(t *testing.T) {
 	if u.Err != nil || !u.Resource.LoadReporting {
 		t.Fatalf("got %+v, want the cluster, with load reporting", u)
 	}
-	store, cancel, err := client.ReportLoadToSelf(u.ServerURI, u.Resource.Name, u.Resource.EDSName())
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, cancel := client.ReportLoad(u.Server, u.Resource.Name, u.Resource.EDSName())
 	defer cancel()
 	for range 100 {
 		store.CallStarted(lrs.Locality{Zone: "z"})
 		store.CallFinished(lrs.Locality{Zone: "z"}, nil)
 	}
 	waitFor(t, "the management server to receive the load", func() bool { return loads.totals("backend").succeeded == 100 })
+	if n := proxy.Conns(); n != 1 {
+		t.Fatalf("%d connections to the management server, want 1 for ADS and LRS", n)
+	}
 }

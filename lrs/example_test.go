@@ -84,13 +84,10 @@ func ExampleClient_ReportLoad() {
 }
 
 // reportLoad makes calls to the cluster of u, whose lrs_server is self,
-// and reports them to the server the Cluster came from: u.ServerURI is
-// that server's URI.
-func reportLoad(client *lrs.Client, u engine.TypedUpdate[*cds.Cluster], calls []func() error) error {
-	store, cancel, err := client.ReportLoadToSelf(u.ServerURI, u.Resource.Name, u.Resource.EDSName())
-	if err != nil {
-		return err
-	}
+// and reports them to the server the Cluster came from: u.Server is that
+// server's bootstrap entry.
+func reportLoad(client *lrs.Client, u engine.TypedUpdate[*cds.Cluster], calls []func() error) {
+	store, cancel := client.ReportLoad(u.Server, u.Resource.Name, u.Resource.EDSName())
 	defer cancel() // the load not yet reported goes in a final report
 	// Keep each locality's counters: recording a call is then a few atomic adds.
 	zone := store.Locality(lrs.Locality{Region: "us-east1", Zone: "us-east1-b"})
@@ -98,7 +95,6 @@ func reportLoad(client *lrs.Client, u engine.TypedUpdate[*cds.Cluster], calls []
 		zone.CallStarted()
 		zone.CallFinished(call()) // the call's own outcome; from any goroutine
 	}
-	return nil
 }
 
 // clusterUpdates is a cds watcher that passes on each update with the
@@ -112,10 +108,10 @@ func (c clusterUpdates) OnUpdate(u engine.TypedUpdate[*cds.Cluster], done func()
 	c <- u
 }
 
-// ExampleClient_ReportLoadToSelf reports the load of a Cluster whose
+// ExampleClient_ReportLoad_self reports the load of a Cluster whose
 // lrs_server is self to the management server it came from; reportLoad
 // is the README's snippet.
-func ExampleClient_ReportLoadToSelf() {
+func ExampleClient_ReportLoad_self() {
 	sink := &printingLRS{printed: make(chan struct{})}
 	mgmt, err := xdstest.Start(xdstest.Options{Register: func(s *grpc.Server) { lrspb.RegisterLoadReportingServiceServer(s, sink) }})
 	if err != nil {
@@ -145,9 +141,7 @@ func ExampleClient_ReportLoadToSelf() {
 	}
 	ok := func() error { return nil }
 	failed := func() error { return errors.New("unavailable") }
-	if err := reportLoad(client, u, []func() error{ok, ok, failed}); err != nil {
-		log.Fatal(err)
-	}
+	reportLoad(client, u, []func() error{ok, ok, failed})
 	<-sink.printed
 	// Output: backend us-east1-b: 2 succeeded, 1 failed
 }

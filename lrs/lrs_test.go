@@ -11,8 +11,6 @@ import (
 	lrspb "github.com/envoyproxy/go-control-plane/envoy/service/load_stats/v3"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
@@ -20,6 +18,7 @@ import (
 	"github.com/xdsengine/xdsengine/internal/testutil/fakeclock"
 	"github.com/xdsengine/xdsengine/internal/testutil/testengine"
 	"github.com/xdsengine/xdsengine/lrs"
+	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/types/builtin"
 )
 
@@ -179,7 +178,7 @@ func newEngine(t *testing.T, addr string) *engine.Engine {
 	e, err := engine.New(engine.Config{
 		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: "lrs-node"}},
 		Registry:  builtin.Registry(),
-		Transport: engine.GRPCTransport(testengine.FastDial),
+		Transport: transport.GRPC(testengine.FastDial),
 		Backoff:   func(int) time.Duration { return 10 * time.Millisecond },
 	})
 	if err != nil {
@@ -210,10 +209,7 @@ func TestFirstRequestAndInterval(t *testing.T) {
 	e := newEngine(t, addr)
 	c := lrs.NewClient(e)
 	defer c.Close()
-	store, cancel, err := c.ReportLoadToSelf(addr, "cluster-a", "eds-a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, cancel := c.ReportLoad(bootstrap.InsecureServer(addr), "cluster-a", "eds-a")
 	defer cancel()
 	loc := lrs.Locality{Region: "r", Zone: "z"}
 	start := time.Now()
@@ -259,10 +255,7 @@ func TestTotalsUnderConcurrency(t *testing.T) {
 	addr, _ := srv.serve(t, "127.0.0.1:0")
 	c := lrs.NewClient(newEngine(t, addr))
 	defer c.Close()
-	store, cancel, err := c.ReportLoadToSelf(addr, "cluster-a", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, cancel := c.ReportLoad(bootstrap.InsecureServer(addr), "cluster-a", "")
 	defer cancel()
 	const goroutines, calls = 8, 5000
 	var wg sync.WaitGroup
@@ -305,10 +298,7 @@ func TestServerRestart(t *testing.T) {
 	addr, stop := srv.serve(t, "127.0.0.1:0")
 	c := lrs.NewClient(newEngine(t, addr))
 	defer c.Close()
-	store, cancel, err := c.ReportLoadToSelf(addr, "cluster-a", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, cancel := c.ReportLoad(bootstrap.InsecureServer(addr), "cluster-a", "")
 	defer cancel()
 	loc := store.Locality(lrs.Locality{Zone: "z"})
 	recorded := uint64(0)
@@ -366,9 +356,9 @@ func TestClustersListed(t *testing.T) {
 	addr, _ := srv.serve(t, "127.0.0.1:0")
 	c := lrs.NewClient(newEngine(t, addr))
 	defer c.Close()
-	wanted, cancel1, _ := c.ReportLoadToSelf(addr, "wanted", "")
+	wanted, cancel1 := c.ReportLoad(bootstrap.InsecureServer(addr), "wanted", "")
 	defer cancel1()
-	other, cancel2, _ := c.ReportLoadToSelf(addr, "other", "")
+	other, cancel2 := c.ReportLoad(bootstrap.InsecureServer(addr), "other", "")
 	defer cancel2()
 	for _, s := range []*lrs.Store{wanted, other} {
 		s.CallStarted(lrs.Locality{})
@@ -382,14 +372,14 @@ func TestClustersListed(t *testing.T) {
 }
 
 // TestCancelEndsStream: the stream to a server ends with the last cancel
-// of its stores, and ReportToSelf refuses a server not in the bootstrap.
+// of its stores.
 func TestCancelEndsStream(t *testing.T) {
 	srv := &loadServer{settings: settings(time.Hour, true)}
 	addr, _ := srv.serve(t, "127.0.0.1:0")
 	c := lrs.NewClient(newEngine(t, addr))
 	defer c.Close()
-	_, cancel1, _ := c.ReportLoadToSelf(addr, "a", "")
-	_, cancel2, _ := c.ReportLoadToSelf(addr, "b", "")
+	_, cancel1 := c.ReportLoad(bootstrap.InsecureServer(addr), "a", "")
+	_, cancel2 := c.ReportLoad(bootstrap.InsecureServer(addr), "b", "")
 	open := srv.openStreams
 	waitFor(t, "the stream", func() bool { return open() == 1 })
 	cancel1()
@@ -400,9 +390,6 @@ func TestCancelEndsStream(t *testing.T) {
 	}
 	cancel2()
 	waitFor(t, "the stream to end", func() bool { return open() == 0 })
-	if _, _, err := c.ReportLoadToSelf("elsewhere:443", "a", ""); status.Code(err) != codes.NotFound {
-		t.Fatalf("ReportLoadToSelf(unknown server) = %v, want NotFound", err)
-	}
 }
 
 // TestIntervalOnEngineClock: reports run on the engine's clock, so a
@@ -414,7 +401,7 @@ func TestIntervalOnEngineClock(t *testing.T) {
 	e, err := engine.New(engine.Config{
 		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: "lrs-node"}},
 		Registry:  builtin.Registry(),
-		Transport: engine.GRPCTransport(testengine.FastDial),
+		Transport: transport.GRPC(testengine.FastDial),
 		Clock:     clock,
 	})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/xdsengine/xdsengine/internal/testutil/fakeclock"
 	"github.com/xdsengine/xdsengine/internal/testutil/testengine"
 	"github.com/xdsengine/xdsengine/lrs"
+	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/types/builtin"
 )
 
@@ -24,7 +25,7 @@ func fakeClockEngine(t *testing.T, addr string) (*engine.Engine, *fakeclock.Cloc
 	e, err := engine.New(engine.Config{
 		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: "lrs-node"}},
 		Registry:  builtin.Registry(),
-		Transport: engine.GRPCTransport(testengine.FastDial),
+		Transport: transport.GRPC(testengine.FastDial),
 		Clock:     clock,
 		Backoff:   func(int) time.Duration { return 10 * time.Millisecond },
 	})

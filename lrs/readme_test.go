@@ -13,7 +13,7 @@ import (
 
 // TestREADMESnippet: the README's load reporting snippet is Go that
 // parses, imports every package it names, and whose function is, word
-// for word, the one ExampleClient_ReportLoadToSelf runs (so it compiles
+// for word, the one ExampleClient_ReportLoad_self runs (so it compiles
 // and works).
 func TestREADMESnippet(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")

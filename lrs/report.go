@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // report sends one report of the stores the server asks for, those with
@@ -20,11 +20,11 @@ import (
 // not be sent goes back into its stores, to be sent on the next stream:
 // a load is lost only if Send returned nil for it (gRPC then has taken
 // the message) and the server never read it.
-func (s *server) report(st engine.Stream) (sent bool, err error) {
+func (s *server) report(st transport.Stream) (sent bool, err error) {
 	return s.reportAt(st, s.c.e.Clock().Now())
 }
 
-func (s *server) reportAt(st engine.Stream, now time.Time) (sent bool, err error) {
+func (s *server) reportAt(st transport.Stream, now time.Time) (sent bool, err error) {
 	stores, _ := s.due()
 	req := &lrspb.LoadStatsRequest{}
 	var taken, idle []*Store

@@ -10,7 +10,7 @@ import (
 	lrspb "github.com/envoyproxy/go-control-plane/envoy/service/load_stats/v3"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // DefaultInterval is the reporting interval while the server's latest
@@ -197,18 +197,18 @@ func (s *server) run() {
 		}
 	}()
 	clock := s.c.e.Clock()
-	var tr engine.Transport
-	defer func() {
-		if tr != nil {
-			tr.Close()
-		}
-	}()
+	var tr transport.Transport
+	release := func() {}
+	defer func() { release() }()
 	for retries := 0; ; {
 		var responded, done bool
 		var err error
 		if tr == nil {
 			// A failed build is retried like a failed stream.
-			tr, err = s.c.newTransport(s.cfg)
+			tr, release, err = s.c.transport(s.cfg)
+			if err != nil {
+				release = func() {}
+			}
 		}
 		if tr != nil {
 			responded, done, err = s.stream(tr)

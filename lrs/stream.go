@@ -8,13 +8,14 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // stream runs one stream: the node first, then a report at the end of
 // each period the server's responses set, and a final report once the
 // server is finishing. It reports whether a response arrived, and
 // whether the stream's work is over (the final report is done).
-func (s *server) stream(tr engine.Transport) (responded, done bool, err error) {
+func (s *server) stream(tr transport.Transport) (responded, done bool, err error) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	st, err := tr.NewStream(ctx, Method)
@@ -104,7 +105,7 @@ func (s *server) stream(tr engine.Transport) (responded, done bool, err error) {
 // read the report, which cancelling the stream at once could have lost.
 // It reports done unless the report could not be sent: the stores keep
 // it then, for another stream before the deadline.
-func (s *server) finalReport(ctx context.Context, st engine.Stream, responses <-chan *lrspb.LoadStatsResponse, ended <-chan struct{}) (done bool, err error) {
+func (s *server) finalReport(ctx context.Context, st transport.Stream, responses <-chan *lrspb.LoadStatsResponse, ended <-chan struct{}) (done bool, err error) {
 	sent, err := s.report(st)
 	if err != nil {
 		return false, err

@@ -20,6 +20,7 @@ import (
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/graph"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/types/eds"
@@ -117,7 +118,7 @@ func run(ctx context.Context, out io.Writer, delta bool) error {
 		Target:    "xds:///" + listenerName,
 		// A demo retries fast; the defaults follow gRPC's 1 s backoff.
 		Backoff: func(int) time.Duration { return 200 * time.Millisecond },
-		Transport: engine.GRPCTransport(grpc.WithConnectParams(grpc.ConnectParams{
+		Transport: transport.GRPC(grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.2, MaxDelay: 300 * time.Millisecond},
 		})),
 	})

@@ -28,6 +28,7 @@ import (
 	"github.com/xdsengine/xdsengine/graph"
 	"github.com/xdsengine/xdsengine/internal/testutil/tcpproxy"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/lds"
 	"github.com/xdsengine/xdsengine/xdstest"
@@ -311,7 +312,7 @@ func newHarness(t *testing.T, cfg soakConfig) *harness {
 		// Short reconnect delays, in gRPC's channel and the engine's
 		// stream retries alike, so that the soak sees many outages and
 		// recoveries rather than waiting out backoffs.
-		Transport: engine.GRPCTransport(grpc.WithConnectParams(grpc.ConnectParams{
+		Transport: transport.GRPC(grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 200 * time.Millisecond},
 			MinConnectTimeout: time.Second,
 		})),

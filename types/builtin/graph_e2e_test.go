@@ -16,6 +16,7 @@ import (
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/graph"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/types/eds"
@@ -91,7 +92,7 @@ func TestGraphEndToEnd(t *testing.T) {
 			Authorities: map[string]bootstrap.Authority{"endpoints.example": {}},
 		},
 		Registry: reg,
-		Transport: engine.GRPCTransport(grpc.WithConnectParams(grpc.ConnectParams{
+		Transport: transport.GRPC(grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff: backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.2, MaxDelay: 100 * time.Millisecond},
 		})),
 		Switches: &features.Switches{},

@@ -166,12 +166,11 @@ func (d *decoding) check(i int) {
 			return
 		}
 	}
-	if d.tm.isNamed(key) {
+	if !d.tm.record(c, i, key) {
 		// The first one counts; a second could only contradict it.
 		d.t.fail("resource index %d, name %s: duplicate resource name %s", i, QuoteName(c.name), QuoteName(c.name))
 		return
 	}
-	d.tm.record(c, i, key)
 	c.Key = key
 	if c.Err != nil {
 		d.t.fail("resource index %d, name %s: %v", i, QuoteName(c.name), c.Err)

@@ -76,6 +76,10 @@ func (m *Memo) forType(typeURL string) *typeMemo {
 func (tm *typeMemo) begin(n int, byIndex bool) {
 	tm.gen++
 	tm.named = 0
+	if len(tm.byKey) == 0 && n > 8 {
+		// A first response: sized once, rather than grown step by step.
+		tm.byKey = make(map[string]*memoEntry, n)
+	}
 	if byIndex {
 		if cap(tm.next) < n {
 			tm.next = make([]*memoEntry, n)
@@ -127,22 +131,30 @@ func (tm *typeMemo) isNamed(key string) bool {
 
 // record notes that resource i of the response under way, checked, has
 // key: it is found under its key, and at its index by the next response.
-// A resource whose bytes changed takes over its key's entry.
-func (tm *typeMemo) record(c *candidate, i int, key string) {
-	e := c.memo
+// A resource whose bytes changed takes over its key's entry. It reports
+// false, and records nothing, if the response named key already.
+func (tm *typeMemo) record(c *candidate, i int, key string) bool {
+	e := c.memo // a hit is its key's entry: a dropped entry is never hit
 	if e == nil {
 		e = tm.byKey[key]
-		switch {
-		case e != nil && c.Err != nil && e.value != nil:
-			// An invalid version does not displace the valid one, which
-			// the server may well send again.
-			e.seen = tm.gen
-			tm.named++
-			return
-		case e == nil:
-			e = &memoEntry{key: key}
-			tm.byKey[key] = e
-		case e.hash != 0 && tm.byHash[e.hash] == e:
+	}
+	if e != nil && e.seen == tm.gen {
+		return false
+	}
+	switch {
+	case c.memo != nil:
+	case e != nil && c.Err != nil && e.value != nil:
+		// An invalid version does not displace the valid one, which the
+		// server may well send again.
+		e.seen = tm.gen
+		tm.named++
+		return true
+	case e == nil:
+		e = &memoEntry{key: key}
+		tm.byKey[key] = e
+		fallthrough
+	default:
+		if e.hash != 0 && tm.byHash[e.hash] == e {
 			delete(tm.byHash, e.hash)
 		}
 		e.name, e.wrapper, e.raw, e.value, e.err, e.hash = c.name, c.wrapper, c.Raw, c.Value, c.Err, c.hash
@@ -158,6 +170,7 @@ func (tm *typeMemo) record(c *candidate, i int, key string) {
 	if i < len(tm.next) {
 		tm.next[i] = e
 	}
+	return true
 }
 
 // end closes the response under way. One that named every resource of
@@ -215,9 +228,13 @@ func (tm *typeMemo) forget(keys []string) {
 	}
 }
 
+// drop removes an entry. It is emptied too, so that a hint to it (the
+// last response's byIndex) finds nothing: every entry found is then its
+// key's.
 func (tm *typeMemo) drop(key string, e *memoEntry) {
 	delete(tm.byKey, key)
 	if e.hash != 0 && tm.byHash[e.hash] == e {
 		delete(tm.byHash, e.hash)
 	}
+	*e = memoEntry{}
 }

@@ -9,6 +9,8 @@ import (
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // TestMarshalRequest checks that a request encoded with its names' kept
@@ -23,7 +25,7 @@ func TestMarshalRequest(t *testing.T) {
 	names := []string{"a", "b", "xdstp://authority/envoy.config.cluster.v3.Cluster/c"}
 	for _, variant := range []struct {
 		name    string
-		buffers buffersSender
+		buffers transport.BuffersSender
 	}{
 		{"one buffer", nil},
 		{"buffers", discardBuffers{}},

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // stream is the core both protocol variants share: it opens the stream,
@@ -46,8 +47,8 @@ type stream struct {
 	holds    holds
 
 	// Only the sending goroutine touches these:
-	raw      RawStream
-	buffers  buffersSender // raw, if it takes a message as buffers
+	raw      transport.Stream
+	buffers  transport.BuffersSender // raw, if it takes a message as buffers
 	encNames map[string]encodedNames
 
 	// Only the receiving goroutine touches these:
@@ -83,6 +84,11 @@ type typeState struct {
 	// timers start once it is, for timeout.
 	fresh   []freshSub
 	timeout time.Duration
+	// spare are subscriptions allocated together, handed out one by one
+	// (subscribe): a burst of 1,000 watches makes a few allocations for
+	// its subscriptions, not 1,000. A batch lives while one of its
+	// subscriptions does.
+	spare []subscription
 	// forget are names unsubscribed since the last response, which the
 	// receiving goroutine drops from the decode memo.
 	forget []string
@@ -192,7 +198,7 @@ func (s *stream) run() {
 		return
 	}
 	s.raw = raw
-	s.buffers, _ = raw.(buffersSender)
+	s.buffers, _ = raw.(transport.BuffersSender)
 	s.cfg.Goroutines.Add(1)
 	go s.sendLoop()
 	s.recvLoop()
@@ -290,6 +296,9 @@ func (s *stream) trackLocked(st *typeState, sub Subscription) {
 	}
 	st.fresh = st.fresh[:0]
 	st.timeout = sub.Timeout
+	if n := len(sub.Added); n > len(st.spare) {
+		st.spare = make([]subscription, n)
+	}
 	awaited := sub.Awaited
 	for _, name := range sub.Added {
 		wait := len(awaited) > 0 && awaited[0] == name

@@ -62,7 +62,12 @@ func (st *typeState) subscribe(name string, awaited bool) {
 	if _, ok := st.subs[name]; ok {
 		return
 	}
-	sub := &subscription{owner: st, awaited: awaited}
+	if len(st.spare) == 0 {
+		st.spare = make([]subscription, 64)
+	}
+	sub := &st.spare[0]
+	st.spare = st.spare[1:]
+	*sub = subscription{owner: st, awaited: awaited}
 	st.subs[name] = sub
 	st.unsettled++
 	st.fresh = append(st.fresh, freshSub{name, sub})

@@ -3,7 +3,6 @@ package wire
 import (
 	"context"
 	"log/slog"
-	"net"
 	"sync"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // Stream is one stream attempt to one server, State of the World
@@ -166,20 +166,6 @@ type Pending struct {
 	TypeURL, Name string
 }
 
-// RawStream is an open gRPC stream carrying serialized messages. Send and
-// Recv may run concurrently with each other. A message is never modified
-// once sent.
-type RawStream interface {
-	Send(msg []byte) error
-	Recv() ([]byte, error)
-}
-
-// buffersSender is a RawStream that takes a message as several buffers,
-// which it may keep until written (engine.BuffersSender).
-type buffersSender interface {
-	SendBuffers(msg net.Buffers) error
-}
-
 // Clock is the engine's source of time.
 type Clock interface {
 	Now() time.Time
@@ -191,7 +177,7 @@ type Config struct {
 	Host Host
 	// Open opens the underlying stream; it should fail rather than wait
 	// while the server is unreachable. Cancelling ctx ends the stream.
-	Open func(ctx context.Context) (RawStream, error)
+	Open func(ctx context.Context) (transport.Stream, error)
 	// Goroutines tracks the stream's goroutines, so that the engine can
 	// wait for them on Close.
 	Goroutines *sync.WaitGroup
@@ -222,10 +208,3 @@ type Config struct {
 // time: some 30-100 µs of work, so that what the host does between parts
 // (a Watch made meanwhile) waits for one part, not the whole response.
 const ApplyPart = 64
-
-// ADSMethod is the full gRPC method name of the SotW ADS stream.
-const ADSMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
-
-// DeltaADSMethod is the full gRPC method name of the incremental ADS
-// stream.
-const DeltaADSMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"

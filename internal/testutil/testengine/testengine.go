@@ -11,6 +11,7 @@ import (
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
+	"github.com/xdsengine/xdsengine/transport"
 )
 
 // FastDial keeps gRPC's own reconnection backoff short, so that a
@@ -29,7 +30,7 @@ func RealClock(t testing.TB, addr, nodeID string, mutate func(*engine.Config)) *
 	cfg := engine.Config{
 		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: nodeID}},
 		Registry:  testtype.Registry(),
-		Transport: engine.GRPCTransport(FastDial),
+		Transport: transport.GRPC(FastDial),
 		Backoff:   func(int) time.Duration { return 20 * time.Millisecond },
 		Switches:  &sw,
 	}

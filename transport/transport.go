@@ -1,31 +1,30 @@
-package engine
+package transport
 
 import (
 	"context"
 	"fmt"
 	"net"
-	"time"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
-	"github.com/xdsengine/xdsengine/engine/internal/wire"
 )
 
-// ADSMethod is the full gRPC method name of the SotW ADS stream.
-const ADSMethod = wire.ADSMethod
+// ADSMethod is the full gRPC method name of the State-of-the-World ADS
+// stream.
+const ADSMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
 
 // DeltaADSMethod is the full gRPC method name of the incremental ADS
 // stream, opened for a server with features.NameDeltaXDS.
-const DeltaADSMethod = wire.DeltaADSMethod
+const DeltaADSMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
 
-// TransportBuilder makes a Transport for one xDS server. The engine builds
+// Builder makes a Transport for one xDS server. The engine builds
 // one transport per distinct server and closes it when no authority uses
 // the server any more.
-type TransportBuilder interface {
-	Build(server bootstrap.ServerConfig, opts TransportOptions) (Transport, error)
+type Builder interface {
+	Build(server bootstrap.ServerConfig, opts Options) (Transport, error)
 }
 
-// TransportOptions are the engine's settings a transport must apply.
-type TransportOptions struct {
+// Options are the engine's settings a transport must apply.
+type Options struct {
 	// MaxResponseBytes is the largest message a stream must accept. A
 	// larger one ends the stream: Recv returns a *ResponseTooLargeError.
 	MaxResponseBytes int
@@ -41,7 +40,7 @@ type TransportOptions struct {
 const DefaultMaxResponseBytes = 128 << 20
 
 // ResponseTooLargeError is what Stream.Recv returns when a message exceeds
-// TransportOptions.MaxResponseBytes. Size is the message's size when the
+// Options.MaxResponseBytes. Size is the message's size when the
 // transport knows it, else 0.
 type ResponseTooLargeError struct {
 	Size, Limit int
@@ -90,7 +89,7 @@ type Stream interface {
 // encoded between requests. An ACK then costs no copy of the names (15 KB
 // for 1,000 names of 15 bytes, 73 KB for 1,000 xdstp names of 70), where
 // Send gets a new message for each. The gRPC transport
-// ([GRPCTransport]) implements it.
+// ([GRPC]) implements it.
 //
 // The message is the buffers' bytes in order. A buffer may be passed
 // again in later messages, and neither the engine nor the transport may
@@ -100,20 +99,34 @@ type BuffersSender interface {
 	SendBuffers(msg net.Buffers) error
 }
 
-// Clock is the engine's source of time; tests inject a fake one so that
-// 15 s timers take microseconds.
-type Clock interface {
-	Now() time.Time
-	// AfterFunc calls f in its own goroutine once d has passed. stop
-	// prevents the call if it has not started and reports whether it did.
-	AfterFunc(d time.Duration, f func()) (stop func() bool)
+// LimitReceive returns s with Recv refusing a message over limit bytes, as
+// a *ResponseTooLargeError: for a transport that does not enforce
+// Options.MaxResponseBytes itself. A stream that takes buffers keeps
+// doing so.
+func LimitReceive(s Stream, limit int) Stream {
+	limited := limitedStream{s, limit}
+	if bs, ok := s.(BuffersSender); ok {
+		return limitedBuffersStream{limited, bs}
+	}
+	return limited
 }
 
-type realClock struct{}
+type limitedStream struct {
+	Stream
+	limit int
+}
 
-func (realClock) Now() time.Time { return time.Now() }
+// limitedBuffersStream is a limitedStream that keeps its stream's
+// SendBuffers, which the wrapping would hide.
+type limitedBuffersStream struct {
+	limitedStream
+	BuffersSender
+}
 
-func (realClock) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
-
-// RealClock returns the wall clock.
-func RealClock() Clock { return realClock{} }
+func (s limitedStream) Recv() ([]byte, error) {
+	b, err := s.Stream.Recv()
+	if err == nil && len(b) > s.limit {
+		return nil, &ResponseTooLargeError{Size: len(b), Limit: s.limit}
+	}
+	return b, err
+}

@@ -1,4 +1,4 @@
-package engine
+package transport
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 )
 
-// GRPCTransport returns the default TransportBuilder: one gRPC client
+// GRPC returns the default Builder: one gRPC client
 // connection per xDS server, with the credentials the server's bootstrap
 // entry names, understood as gRPC understands them
 // ([bootstrap.DefaultCredentials] lists the types and their meaning), plus
@@ -27,24 +27,24 @@ import (
 // The builder implements [ServerChecker]: it validates the configs of the
 // credentials it would use and reads every file they name, so that a
 // missing, unreadable or malformed file, or a certificate that does not
-// match its key, fails [New] with the field and the file named.
-func GRPCTransport(opts ...grpc.DialOption) TransportBuilder {
-	return GRPCTransportWithCredentials(bootstrap.DefaultCredentials(), opts...)
+// match its key, fails engine.New with the field and the file named.
+func GRPC(opts ...grpc.DialOption) Builder {
+	return GRPCWithCredentials(bootstrap.DefaultCredentials(), opts...)
 }
 
-// GRPCTransportWithCredentials is [GRPCTransport] with a set of credential
+// GRPCWithCredentials is [GRPC] with a set of credential
 // types of the program's own, the same set its bootstrap was parsed with
 // (bootstrap.Parser).
-func GRPCTransportWithCredentials(creds bootstrap.Credentials, opts ...grpc.DialOption) TransportBuilder {
-	return grpcTransportBuilder{opts: opts, creds: creds}
+func GRPCWithCredentials(creds bootstrap.Credentials, opts ...grpc.DialOption) Builder {
+	return grpcBuilder{opts: opts, creds: creds}
 }
 
-type grpcTransportBuilder struct {
+type grpcBuilder struct {
 	opts  []grpc.DialOption
 	creds bootstrap.Credentials
 }
 
-func (b grpcTransportBuilder) Build(s bootstrap.ServerConfig, o TransportOptions) (Transport, error) {
+func (b grpcBuilder) Build(s bootstrap.ServerConfig, o Options) (Transport, error) {
 	sc, err := b.creds.Build(s)
 	if err != nil {
 		return nil, fmt.Errorf("xDS server %s: %w", s.URI, err)
@@ -62,7 +62,7 @@ func (b grpcTransportBuilder) Build(s bootstrap.ServerConfig, o TransportOptions
 }
 
 // CheckServer implements [ServerChecker].
-func (b grpcTransportBuilder) CheckServer(s bootstrap.ServerConfig) error {
+func (b grpcBuilder) CheckServer(s bootstrap.ServerConfig) error {
 	return b.creds.Check(s)
 }
 

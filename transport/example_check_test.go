@@ -1,4 +1,4 @@
-package engine_test
+package transport_test
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/transport"
+	"github.com/xdsengine/xdsengine/types/cds"
 )
 
 // The default transport is a ServerChecker: New reads the credential files
@@ -23,14 +25,14 @@ func ExampleServerChecker() {
 		fmt.Println(err)
 		return
 	}
-	_, err = engine.New(engine.Config{Bootstrap: b, Registry: registry.MustNew(greetingType)})
+	_, err = engine.New(engine.Config{Bootstrap: b, Registry: registry.MustNew(cds.Type)})
 	fmt.Println(err)
 
 	// A transport of one's own may check too, or not.
-	_, isChecker := engine.GRPCTransport().(engine.ServerChecker)
-	fmt.Println("GRPCTransport checks servers:", isChecker)
+	_, isChecker := transport.GRPC().(transport.ServerChecker)
+	fmt.Println("transport.GRPC checks servers:", isChecker)
 	// Output:
 	// engine: bootstrap xds_servers[0].channel_creds[0].config.ca_certificate_file: open /nonexistent/root-cert.pem: no such file or directory
 	// engine: bootstrap xds_servers[0].call_creds[0].config.jwt_token_file: open /nonexistent/istio-token: no such file or directory
-	// GRPCTransport checks servers: true
+	// transport.GRPC checks servers: true
 }

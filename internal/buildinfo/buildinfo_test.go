@@ -1,4 +1,4 @@
-package engine
+package buildinfo
 
 import (
 	"runtime/debug"
@@ -45,7 +45,7 @@ func TestVersionIn(t *testing.T) {
 	}
 }
 
-// TestVersionIsThisBuilds: Version is what this test binary's build
+// TestVersionIsThisBuilds: ModuleVersion is what this test binary's build
 // information says, not a number written in the source.
 func TestVersionIsThisBuilds(t *testing.T) {
 	bi, ok := debug.ReadBuildInfo()
@@ -55,8 +55,8 @@ func TestVersionIsThisBuilds(t *testing.T) {
 	if bi.Main.Path != modulePath {
 		t.Fatalf("main module %q, want %q", bi.Main.Path, modulePath)
 	}
-	if want := versionIn(bi); Version != want {
-		t.Errorf("Version = %q, want %q (main module version %q)", Version, want, bi.Main.Version)
+	if got, want := ModuleVersion(), versionIn(bi); got != want {
+		t.Errorf("ModuleVersion() = %q, want %q (main module version %q)", got, want, bi.Main.Version)
 	}
-	t.Logf("Version = %q", Version)
+	t.Logf("ModuleVersion() = %q", ModuleVersion())
 }

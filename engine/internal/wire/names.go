@@ -113,3 +113,55 @@ func leadingBytes(s string) uint64 {
 	}
 	return k
 }
+
+// MergeNames returns base with added joined and removed left out, all
+// sorted, added holding no name of base and removed only names of it.
+// The runs of base between changes are found by binary search and copied
+// whole: k log n comparisons for k changes rather than n.
+func MergeNames(base, added, removed []string) []string {
+	if len(added) == 0 && len(removed) == 0 {
+		return base
+	}
+	out := make([]string, 0, len(base)+len(added)-len(removed))
+	i := 0
+	for len(added) > 0 || len(removed) > 0 {
+		var key string
+		isAdded := len(removed) == 0 || (len(added) > 0 && added[0] < removed[0])
+		if isAdded {
+			key, added = added[0], added[1:]
+		} else {
+			key, removed = removed[0], removed[1:]
+		}
+		pos, found := slices.BinarySearch(base[i:], key)
+		out = append(out, base[i:i+pos]...)
+		i += pos
+		if found {
+			i++
+		}
+		if isAdded {
+			out = append(out, key)
+		}
+	}
+	return append(out, base[i:]...)
+}
+
+// DiffNames returns the names of cur not in old, and those of old not in
+// cur; both are sorted. Strings that share their bytes compare equal
+// without reading them, as the lists mostly do.
+func DiffNames(old, cur []string) (added, removed []string) {
+	i, j := 0, 0
+	for i < len(old) || j < len(cur) {
+		switch {
+		case i < len(old) && j < len(cur) && old[i] == cur[j]:
+			i++
+			j++
+		case j == len(cur) || (i < len(old) && old[i] < cur[j]):
+			removed = append(removed, old[i])
+			i++
+		default:
+			added = append(added, cur[j])
+			j++
+		}
+	}
+	return added, removed
+}

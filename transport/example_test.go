@@ -1,4 +1,4 @@
-package engine_test
+package transport_test
 
 import (
 	"context"
@@ -16,36 +16,34 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/transport"
+	"github.com/xdsengine/xdsengine/types/cds"
+	"github.com/xdsengine/xdsengine/xdstest"
 )
 
-// greetingCache is a go-control-plane cache serving one greeting per name.
-func greetingCache(names ...string) cache.Cache {
+// clusterCache is a go-control-plane cache serving a Cluster per name.
+func clusterCache(names ...string) cache.Cache {
 	res := map[string]cachetypes.Resource{}
 	for _, n := range names {
-		s, err := structpb.NewStruct(map[string]any{"name": n, "text": "hi from " + n})
-		if err != nil {
-			log.Fatal(err)
-		}
-		res[n] = s
+		res[n] = xdstest.Cluster(n, n+"-eds")
 	}
-	return cache.NewLinearCache(greetingTypeURL, cache.WithInitialResources(res))
+	return cache.NewLinearCache(cds.TypeURL, cache.WithInitialResources(res))
 }
 
-// firstGreeting watches name on e and returns the text of the first
-// greeting delivered, or the error.
-func firstGreeting(e *engine.Engine, name string) string {
+// firstCluster watches the Cluster name on e and says what its first
+// delivery was.
+func firstCluster(e *engine.Engine, name string) string {
 	got := make(chan string, 1)
-	cancel := engine.Watch(e, greetingTypeURL, name, engine.TypedWatcherFuncs[*Greeting]{
-		ResourceChanged: func(g *Greeting, err error, done func()) {
+	cancel := cds.Watch(e, name, engine.TypedWatcherFuncs[*cds.Cluster]{
+		ResourceChanged: func(c *cds.Cluster, err error, done func()) {
 			defer done()
 			msg := "error: " + fmt.Sprint(err)
 			if err == nil {
-				msg = g.Text
+				msg = "cluster " + c.Name
 			}
 			select {
 			case got <- msg:
@@ -57,13 +55,23 @@ func firstGreeting(e *engine.Engine, name string) string {
 	return <-got
 }
 
-// ExampleGRPCTransport gives the default transport extra dial options.
+// serveADS serves c's resources over ADS on loopback.
+func serveADS(c cache.Cache) (addr string, stop func()) { return serveADSWith(c) }
+
+// dialTo makes every connection go to addr, whatever the target says.
+func dialTo(addr string) grpc.DialOption {
+	return grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	})
+}
+
+// ExampleGRPC gives the default transport extra dial options.
 // The bootstrap names the management server as production would; a
 // dialer sends the connection to a server on loopback instead (the
 // passthrough scheme keeps gRPC from resolving the name), and a stream
 // interceptor sees which RPC the engine opens on it.
-func ExampleGRPCTransport() {
-	addr, stop := serveADS(greetingCache("a"))
+func ExampleGRPC() {
+	addr, stop := serveADS(clusterCache("a"))
 	defer stop()
 
 	streams := make(chan string, 1)
@@ -80,18 +88,18 @@ func ExampleGRPCTransport() {
 			Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer("passthrough:///xds.internal.example:443")},
 			Node:    bootstrap.Node{ID: "example-node"},
 		},
-		Registry:  registry.MustNew(greetingType),
-		Transport: engine.GRPCTransport(dialTo(addr), observe),
+		Registry:  registry.MustNew(cds.Type),
+		Transport: transport.GRPC(dialTo(addr), observe),
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer e.Close()
 
-	fmt.Println(firstGreeting(e, "a"))
+	fmt.Println(firstCluster(e, "a"))
 	fmt.Println(<-streams)
 	// Output:
-	// hi from a
+	// cluster a
 	// passthrough:///xds.internal.example:443 /envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources
 }
 
@@ -104,15 +112,15 @@ func (k apiKey) GetRequestMetadata(context.Context, ...string) (map[string]strin
 
 func (apiKey) RequireTransportSecurity() bool { return false }
 
-// ExampleGRPCTransportWithCredentials connects with a call credentials
+// ExampleGRPCWithCredentials connects with a call credentials
 // type of the program's own, "api_key", that the bootstrap names. The
 // same set of types parses the bootstrap and builds the transport: plain
-// GRPCTransport does not know the type and ignores the entry, as gRPC
+// GRPC does not know the type and ignores the entry, as gRPC
 // ignores call credentials it does not know, so no key is sent. The
 // management server here records the key each ADS stream carries.
-func ExampleGRPCTransportWithCredentials() {
+func ExampleGRPCWithCredentials() {
 	keys := make(chan string, 1)
-	addr, stop := serveADSWith(greetingCache("a"), grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	addr, stop := serveADSWith(clusterCache("a"), grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		md, _ := metadata.FromIncomingContext(ss.Context())
 		select {
 		case keys <- fmt.Sprint(md.Get("x-api-key")):
@@ -141,18 +149,18 @@ func ExampleGRPCTransportWithCredentials() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, transport := range []struct {
+	for _, tc := range []struct {
 		name string
-		tb   engine.TransportBuilder
+		tb   transport.Builder
 	}{
-		{"GRPCTransportWithCredentials(creds)", engine.GRPCTransportWithCredentials(creds)},
-		{"GRPCTransport()", engine.GRPCTransport()},
+		{"GRPCWithCredentials(creds)", transport.GRPCWithCredentials(creds)},
+		{"GRPC()", transport.GRPC()},
 	} {
-		e, err := engine.New(engine.Config{Bootstrap: bs, Registry: registry.MustNew(greetingType), Transport: transport.tb})
+		e, err := engine.New(engine.Config{Bootstrap: bs, Registry: registry.MustNew(cds.Type), Transport: tc.tb})
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println(transport.name+":", firstGreeting(e, "a"), "| x-api-key seen by the server:", <-keys)
+		fmt.Println(tc.name+":", firstCluster(e, "a"), "| x-api-key seen by the server:", <-keys)
 		e.Close()
 		select {
 		case <-keys: // a later stream of the closed engine, should it have reconnected
@@ -160,8 +168,8 @@ func ExampleGRPCTransportWithCredentials() {
 		}
 	}
 	// Output:
-	// GRPCTransportWithCredentials(creds): hi from a | x-api-key seen by the server: [s3cret]
-	// GRPCTransport(): hi from a | x-api-key seen by the server: []
+	// GRPCWithCredentials(creds): cluster a | x-api-key seen by the server: [s3cret]
+	// GRPC(): cluster a | x-api-key seen by the server: []
 }
 
 // serveADSWith is serveADS with options for the gRPC server.
@@ -191,7 +199,7 @@ func serveADSWith(c cache.Cache, opts ...grpc.ServerOption) (addr string, stop f
 // engine joins each request's buffers into a new message, a copy of the
 // names that every ACK repeats.
 func ExampleBuffersSender() {
-	addr, stop := serveADS(greetingCache("a"))
+	addr, stop := serveADS(clusterCache("a"))
 	defer stop()
 
 	var first firstMessage
@@ -200,18 +208,18 @@ func ExampleBuffersSender() {
 			Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)},
 			Node:    bootstrap.Node{ID: "example-node"},
 		},
-		Registry:  registry.MustNew(greetingType),
-		Transport: recordingBuilder{engine.GRPCTransport(), &first},
+		Registry:  registry.MustNew(cds.Type),
+		Transport: recordingBuilder{transport.GRPC(), &first},
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer e.Close()
 
-	fmt.Println(firstGreeting(e, "a"))
+	fmt.Println(firstCluster(e, "a"))
 	fmt.Println("the first request went in", first.buffers.Load(), "buffers")
 	// Output:
-	// hi from a
+	// cluster a
 	// the first request went in 2 buffers
 }
 
@@ -221,12 +229,12 @@ type firstMessage struct{ buffers atomic.Int64 }
 func (f *firstMessage) sent(msg net.Buffers) { f.buffers.CompareAndSwap(0, int64(len(msg))) }
 
 type recordingBuilder struct {
-	engine.TransportBuilder
+	transport.Builder
 	first *firstMessage
 }
 
-func (b recordingBuilder) Build(s bootstrap.ServerConfig, opts engine.TransportOptions) (engine.Transport, error) {
-	t, err := b.TransportBuilder.Build(s, opts)
+func (b recordingBuilder) Build(s bootstrap.ServerConfig, opts transport.Options) (transport.Transport, error) {
+	t, err := b.Builder.Build(s, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -234,24 +242,24 @@ func (b recordingBuilder) Build(s bootstrap.ServerConfig, opts engine.TransportO
 }
 
 type recordingTransport struct {
-	engine.Transport
+	transport.Transport
 	first *firstMessage
 }
 
-func (t recordingTransport) NewStream(ctx context.Context, method string) (engine.Stream, error) {
+func (t recordingTransport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
 	st, err := t.Transport.NewStream(ctx, method)
 	if err != nil {
 		return nil, err
 	}
 	rs := recordingStream{st, t.first}
-	if bs, ok := st.(engine.BuffersSender); ok {
+	if bs, ok := st.(transport.BuffersSender); ok {
 		return recordingBuffersStream{rs, bs}, nil
 	}
 	return rs, nil
 }
 
 type recordingStream struct {
-	engine.Stream
+	transport.Stream
 	first *firstMessage
 }
 
@@ -264,7 +272,7 @@ func (s recordingStream) Send(msg []byte) error {
 // buffers.
 type recordingBuffersStream struct {
 	recordingStream
-	bs engine.BuffersSender
+	bs transport.BuffersSender
 }
 
 func (s recordingBuffersStream) SendBuffers(msg net.Buffers) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/types/cds"
 )
 
@@ -25,18 +26,18 @@ import (
 // message, as it reads one sent whole.
 func TestGRPCTransportSendsBuffers(t *testing.T) {
 	s := scriptedads.Start(t)
-	tr, err := engine.GRPCTransport().Build(bootstrap.InsecureServer(s.Addr()), engine.TransportOptions{})
+	tr, err := transport.GRPC().Build(bootstrap.InsecureServer(s.Addr()), transport.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := tr.NewStream(ctx, engine.ADSMethod)
+	st, err := tr.NewStream(ctx, transport.ADSMethod)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bs, ok := st.(engine.BuffersSender)
+	bs, ok := st.(transport.BuffersSender)
 	if !ok {
 		t.Fatalf("the gRPC transport's stream %T is not a BuffersSender", st)
 	}
@@ -77,7 +78,7 @@ func TestRequestBuffers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := &memTransport{streams: make(chan *memStream, 1)}
-			var builder engine.TransportBuilder = tr
+			var builder transport.Builder = tr
 			if tc.sendOnly {
 				builder = sendOnlyTransport{tr}
 			}
@@ -134,16 +135,16 @@ func TestRequestBuffers(t *testing.T) {
 // alone, as a transport written before BuffersSender.
 type sendOnlyTransport struct{ *memTransport }
 
-func (t sendOnlyTransport) Build(bootstrap.ServerConfig, engine.TransportOptions) (engine.Transport, error) {
+func (t sendOnlyTransport) Build(bootstrap.ServerConfig, transport.Options) (transport.Transport, error) {
 	return t, nil
 }
 
-func (t sendOnlyTransport) NewStream(ctx context.Context, method string) (engine.Stream, error) {
+func (t sendOnlyTransport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
 	st, err := t.memTransport.NewStream(ctx, method)
 	if err != nil {
 		return nil, err
 	}
-	return struct{ engine.Stream }{st}, nil
+	return struct{ transport.Stream }{st}, nil
 }
 
 func mustMarshal(t *testing.T, m proto.Message) []byte {

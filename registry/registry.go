@@ -7,9 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"google.golang.org/protobuf/encoding/protowire"
-
 	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/internal/protoscan"
 )
 
 // Resource is a decoded, validated resource. It is immutable once a
@@ -58,7 +57,8 @@ type ResourceType struct {
 	// further: a wrong field only costs a decode. Zero means the type has
 	// no such field; the engine then finds a repeated resource by a hash
 	// of its bytes, which a large cache pays for in an index of them.
-	NameField protowire.Number
+	// A field number is at most 2^29-1 (protowire.MaxValidNumber).
+	NameField int32
 	// ClientFeatures are the client features (node.client_features) the
 	// engine advertises when this type is registered and enabled, e.g.
 	// LEDS's "xds.endpoint.supports_lb_endpoint_collection".
@@ -94,26 +94,14 @@ func (t ResourceType) ReadName(raw []byte) (name []byte, ok bool) {
 	if t.NameField <= 0 {
 		return nil, false
 	}
-	for len(raw) > 0 {
-		num, typ, n := protowire.ConsumeTag(raw)
-		if n < 0 {
-			return nil, false
+	it := protoscan.Fields(raw)
+	for it.Next() {
+		if it.Is(protoscan.Number(t.NameField), protoscan.BytesType) {
+			name, ok = it.Value, true
 		}
-		raw = raw[n:]
-		if num == t.NameField && typ == protowire.BytesType {
-			v, m := protowire.ConsumeBytes(raw)
-			if m < 0 {
-				return nil, false
-			}
-			name, ok = v, true
-			raw = raw[m:]
-			continue
-		}
-		m := protowire.ConsumeFieldValue(num, typ, raw)
-		if m < 0 {
-			return nil, false
-		}
-		raw = raw[m:]
+	}
+	if it.Err() != nil {
+		return nil, false
 	}
 	return name, ok
 }
@@ -340,7 +328,7 @@ func (r *Registry) add(base int, types []ResourceType) error {
 			return &TypeError{Index: idx, TypeURL: t.TypeURL, Err: ErrBadTypeURL}
 		case t.Decoder == nil:
 			return &TypeError{Index: idx, TypeURL: t.TypeURL, Err: ErrNilDecoder}
-		case t.NameField != 0 && !t.NameField.IsValid():
+		case t.NameField != 0 && !protoscan.Number(t.NameField).Valid():
 			return &TypeError{Index: idx, TypeURL: t.TypeURL, Err: ErrBadNameField}
 		}
 		if _, dup := r.types[t.TypeURL]; dup {

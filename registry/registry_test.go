@@ -38,7 +38,7 @@ func TestNewRejects(t *testing.T) {
 		{"nil decoder", []registry.ResourceType{{TypeURL: "type.googleapis.com/x.Y"}}, registry.ErrNilDecoder, "(type.googleapis.com/x.Y): nil decoder"},
 		{"negative NameField", []registry.ResourceType{{TypeURL: "type.googleapis.com/x.Y", Decoder: okDecoder, NameField: -1}},
 			registry.ErrBadNameField, "(type.googleapis.com/x.Y): NameField is not a valid protobuf field number"},
-		{"NameField past the largest field number", []registry.ResourceType{{TypeURL: "type.googleapis.com/x.Y", Decoder: okDecoder, NameField: protowire.MaxValidNumber + 1}},
+		{"NameField past the largest field number", []registry.ResourceType{{TypeURL: "type.googleapis.com/x.Y", Decoder: okDecoder, NameField: int32(protowire.MaxValidNumber) + 1}},
 			registry.ErrBadNameField, ""},
 		{"duplicate", []registry.ResourceType{typ("type.googleapis.com/x.Y"), typ("type.googleapis.com/x.Z"), typ("type.googleapis.com/x.Y")},
 			registry.ErrDuplicateType, "resource type #2 (type.googleapis.com/x.Y): type URL registered twice"},
@@ -164,7 +164,7 @@ func TestReadName(t *testing.T) {
 	group := cat(protowire.AppendTag(nil, 5, protowire.StartGroupType), str(1, "inner"), protowire.AppendTag(nil, 5, protowire.EndGroupType))
 	tests := []struct {
 		name      string
-		nameField protowire.Number
+		nameField int32
 		raw       []byte
 		want      string
 		wantOK    bool
@@ -181,6 +181,8 @@ func TestReadName(t *testing.T) {
 		{"truncated before the name", 1, cat(varint(2, 7), str(1, "abc")[:3]), "", false},
 		{"garbage after the name", 1, cat(str(1, "a"), []byte{0xff}), "", false},
 		{"empty", 1, nil, "", false},
+		{"a field number past the largest", 1, cat(str(1, "a"), str(protowire.MaxValidNumber+1, "x")), "", false},
+		{"the largest field number", int32(protowire.MaxValidNumber), cat(str(1, "a"), str(protowire.MaxValidNumber, "x")), "x", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
-	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
 	"github.com/xdsengine/xdsengine/registry"
@@ -21,7 +20,7 @@ func TestCheckGarbageCatchesMisbehaviour(t *testing.T) {
 	tests := []struct {
 		name      string
 		decoder   registry.DecoderFunc
-		nameField protowire.Number
+		nameField int32
 		want      string // in the first problem; "" means no problem
 	}{
 		{"well behaved", testtype.Type(testtype.TypeURL, false).Decoder.(registry.DecoderFunc), 0, ""},

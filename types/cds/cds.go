@@ -10,6 +10,7 @@ import (
 
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/eds"
+	"github.com/xdsengine/xdsengine/types/internal/rawresource"
 )
 
 // TypeURL is the type URL of Cluster resources.
@@ -153,18 +154,12 @@ type FailurePercentageEjection struct {
 
 // Proto returns the resource as an *envoy.config.cluster.v3.Cluster,
 // decoded afresh from the bytes the server sent, so callers may modify it.
-func (c *Cluster) Proto() proto.Message {
-	m := new(clusterpb.Cluster)
-	// The bytes were unmarshaled once already; a second time cannot fail.
-	_ = proto.Unmarshal(c.raw, m)
-	return m
-}
+func (c *Cluster) Proto() proto.Message { return rawresource.Proto[clusterpb.Cluster](c.raw) }
 
 // Equal reports whether other is a *Cluster the server sent as the same
 // bytes.
 func (c *Cluster) Equal(other registry.Resource) bool {
-	o, ok := other.(*Cluster)
-	return ok && bytes.Equal(c.raw, o.raw)
+	return rawresource.Equal(c, other, func(a, b *Cluster) bool { return bytes.Equal(a.raw, b.raw) })
 }
 
 func dependencies(r registry.Resource) []registry.Ref {

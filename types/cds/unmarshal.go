@@ -1,13 +1,12 @@
 package cds
 
 import (
-	"unicode/utf8"
-
 	clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xdsengine/xdsengine/internal/protoscan"
 )
 
 // Field numbers of envoy.config.cluster.v3.Cluster, of its
@@ -98,14 +97,14 @@ func (t *decodeTarget) unmarshalCluster(raw []byte) error {
 			return proto.Unmarshal(raw, pb)
 		}
 	}
-	if h.seen&(1<<clusterName) != 0 {
+	if h.seen.Has(clusterName) {
 		pb.Name = string(h.name)
 	}
-	if h.seen&(1<<clusterType) != 0 {
+	if h.seen.Has(clusterType) {
 		t.typ = clusterpb.Cluster_Type{Type: clusterpb.Cluster_DiscoveryType(int32(h.typ))}
 		pb.ClusterDiscoveryType = &t.typ
 	}
-	if h.seen&(1<<clusterLBPolicy) != 0 {
+	if h.seen.Has(clusterLBPolicy) {
 		pb.LbPolicy = clusterpb.Cluster_LbPolicy(int32(h.lbPolicy))
 	}
 	if e := &h.eds; e.read {
@@ -136,8 +135,8 @@ func (t *decodeTarget) split(raw []byte, h *clusterFields) bool {
 // clusterFields are the fields splitCluster read, and the bytes of the
 // others.
 type clusterFields struct {
-	seen          uint64 // 1 << field number, for the fields read
-	clusterType   bool   // cluster_type was sent (left to proto)
+	seen          protoscan.FieldSet // the fields read
+	clusterType   bool               // cluster_type was sent (left to proto)
 	name          []byte
 	typ, lbPolicy uint64
 	eds           edsFields
@@ -151,7 +150,7 @@ type clusterFields struct {
 
 // limit is the limit field num (connect_timeout, circuit_breakers or
 // outlier_detection).
-func (h *clusterFields) limit(num protowire.Number) *limitField {
+func (h *clusterFields) limit(num protoscan.Number) *limitField {
 	switch num {
 	case clusterConnectTimeout:
 		return &h.connectTimeout
@@ -172,42 +171,27 @@ type edsFields struct {
 // reports false when proto.Unmarshal must read the whole instead.
 func splitCluster(b []byte, rest []byte, h *clusterFields) bool {
 	h.rest = rest
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return false
-		}
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		if m < 0 {
-			return false
-		}
-		field, value := b[:n+m], b[n:n+m]
-		b = b[n+m:]
-		switch {
-		case num == clusterName && typ == protowire.BytesType:
-			v, _ := protowire.ConsumeBytes(value)
-			if !utf8.Valid(v) {
+	it := protoscan.Fields(b)
+	for it.Next() {
+		switch num := it.Num; {
+		case it.Is(clusterName, protoscan.BytesType):
+			if !protoscan.ValidUTF8(it.Value) {
 				return false
 			}
-			h.name = v
-		case (num == clusterType || num == clusterLBPolicy) && typ == protowire.VarintType:
-			v, _ := protowire.ConsumeVarint(value)
-			if num == clusterType {
-				h.typ = v
-			} else {
-				h.lbPolicy = v
-			}
-		case num == clusterEDSConfig && typ == protowire.BytesType:
-			v, _ := protowire.ConsumeBytes(value)
+			h.name = it.Value
+		case it.Is(clusterType, protoscan.VarintType):
+			h.typ = it.Varint()
+		case it.Is(clusterLBPolicy, protoscan.VarintType):
+			h.lbPolicy = it.Varint()
+		case it.Is(clusterEDSConfig, protoscan.BytesType):
 			h.eds = edsFields{}
-			if splitEDSConfig(v, &h.eds); !h.eds.read {
+			if splitEDSConfig(it.Value, &h.eds); !h.eds.read {
 				// Not of the usual shape: proto reads it, with the rest.
-				h.rest = append(h.rest, field...)
+				h.rest = append(h.rest, it.Raw()...)
 			}
-		case (num == clusterConnectTimeout || num == clusterCircuitBreakers || num == clusterOutlierDetection) && typ == protowire.BytesType:
-			v, _ := protowire.ConsumeBytes(value)
+		case (num == clusterConnectTimeout || num == clusterCircuitBreakers || num == clusterOutlierDetection) && it.Type == protoscan.BytesType:
 			lf := h.limit(num) // every field set: no struct to copy in
-			lf.present, lf.value, lf.field = true, v, field
+			lf.present, lf.value, lf.field = true, it.Value, it.Raw()
 		case num == clusterName || num == clusterType || num == clusterLBPolicy || num == clusterEDSConfig ||
 			num == clusterConnectTimeout || num == clusterCircuitBreakers || num == clusterOutlierDetection:
 			// Another wire type: proto keeps it as an unknown field, and
@@ -215,15 +199,17 @@ func splitCluster(b []byte, rest []byte, h *clusterFields) bool {
 			return false
 		default:
 			h.clusterType = h.clusterType || num == clusterClusterType
-			h.rest = append(h.rest, field...)
+			h.rest = append(h.rest, it.Raw()...)
 			continue
 		}
-		if h.seen&(1<<num) != 0 {
+		if !h.seen.Add(it.Num) {
 			return false // the last one wins, or messages merge: proto's affair
 		}
-		h.seen |= 1 << num
 	}
-	if h.seen&(1<<clusterType) != 0 && h.clusterType {
+	if it.Err() != nil {
+		return false
+	}
+	if h.seen.Has(clusterType) && h.clusterType {
 		return false // type and cluster_type: the one sent last wins
 	}
 	return true
@@ -233,27 +219,21 @@ func splitCluster(b []byte, rest []byte, h *clusterFields) bool {
 // eds_config is an empty ads (with, perhaps, a resource_api_version), and
 // whose fields come at most once each; for any other, e is left zero.
 func splitEDSConfig(b []byte, e *edsFields) {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || typ != protowire.BytesType {
-			*e = edsFields{}
-			return
-		}
-		v, m := protowire.ConsumeBytes(b[n:])
-		if m < 0 {
-			*e = edsFields{}
-			return
-		}
-		b = b[n+m:]
+	it := protoscan.Fields(b)
+	for it.Next() {
 		switch {
-		case num == edsServiceName && !e.hasName && utf8.Valid(v):
-			e.serviceName, e.hasName = v, true
-		case num == edsConfigSource && !e.hasSource && splitADSSource(v, e):
+		case it.Is(edsServiceName, protoscan.BytesType) && !e.hasName && protoscan.ValidUTF8(it.Value):
+			e.serviceName, e.hasName = it.Value, true
+		case it.Is(edsConfigSource, protoscan.BytesType) && !e.hasSource && splitADSSource(it.Value, e):
 			e.hasSource = true
 		default:
 			*e = edsFields{}
 			return
 		}
+	}
+	if it.Err() != nil {
+		*e = edsFields{}
+		return
 	}
 	e.read = true
 }
@@ -262,28 +242,16 @@ func splitEDSConfig(b []byte, e *edsFields) {
 // resource_api_version, into e; false for any other.
 func splitADSSource(b []byte, e *edsFields) bool {
 	ads := false
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
+	it := protoscan.Fields(b)
+	for it.Next() {
 		switch {
-		case num == configSourceADS && typ == protowire.BytesType && !ads:
-			v, m := protowire.ConsumeBytes(b)
-			if m < 0 || len(v) != 0 {
-				return false
-			}
-			b, ads = b[m:], true
-		case num == configSourceAPIVersion && typ == protowire.VarintType && !e.hasVersion:
-			v, m := protowire.ConsumeVarint(b)
-			if m < 0 {
-				return false
-			}
-			b, e.version, e.hasVersion = b[m:], v, true
+		case it.Is(configSourceADS, protoscan.BytesType) && !ads && len(it.Value) == 0:
+			ads = true
+		case it.Is(configSourceAPIVersion, protoscan.VarintType) && !e.hasVersion:
+			e.version, e.hasVersion = it.Varint(), true
 		default:
 			return false
 		}
 	}
-	return ads
+	return ads && it.Err() == nil
 }

@@ -3,9 +3,10 @@ package cds
 import (
 	clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/xdsengine/xdsengine/internal/protoscan"
 )
 
 // Field numbers of the Cluster's limits that unmarshalCluster reads
@@ -101,14 +102,16 @@ func (t *decodeTarget) linkLimits(h *clusterFields) {
 // the usual shape, into l.breakers.
 func (l *limitMessages) readCircuitBreakers(b []byte) bool {
 	n := 0
-	for len(b) > 0 {
-		num, v, rest, ok := nextLengthDelimited(b)
-		if !ok || num != breakersThresholds || n == len(l.thresholds) || !l.readThreshold(v, &l.thresholds[n]) {
+	it := protoscan.Fields(b)
+	for it.Next() {
+		if !it.Is(breakersThresholds, protoscan.BytesType) || n == len(l.thresholds) || !l.readThreshold(it.Value, &l.thresholds[n]) {
 			return false
 		}
 		l.thresholdPtrs[n] = &l.thresholds[n]
 		n++
-		b = rest
+	}
+	if it.Err() != nil {
+		return false
 	}
 	l.breakers = clusterpb.CircuitBreakers{}
 	if n > 0 {
@@ -122,28 +125,22 @@ func (l *limitMessages) readCircuitBreakers(b []byte) bool {
 // else, is not the usual shape.
 func (l *limitMessages) readThreshold(b []byte, th *clusterpb.CircuitBreakers_Thresholds) bool {
 	*th = clusterpb.CircuitBreakers_Thresholds{}
-	var seen uint32
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || num > thresholdMaxConnectionPools || seen&(1<<num) != 0 {
+	var seen protoscan.FieldSet
+	it := protoscan.Fields(b)
+	for it.Next() {
+		num := it.Num
+		if num > thresholdMaxConnectionPools || !seen.Add(num) {
 			return false
 		}
-		seen |= 1 << num
-		b = b[n:]
 		switch num {
 		case thresholdPriority, thresholdTrackRemaining:
-			if typ != protowire.VarintType {
+			if it.Type != protoscan.VarintType {
 				return false
 			}
-			v, m := protowire.ConsumeVarint(b)
-			if m < 0 {
-				return false
-			}
-			b = b[m:]
 			if num == thresholdPriority {
-				th.Priority = corepb.RoutingPriority(int32(v))
+				th.Priority = corepb.RoutingPriority(int32(it.Varint()))
 			} else {
-				th.TrackRemaining = protowire.DecodeBool(v)
+				th.TrackRemaining = it.Bool()
 			}
 			continue
 		}
@@ -162,19 +159,14 @@ func (l *limitMessages) readThreshold(b []byte, th *clusterpb.CircuitBreakers_Th
 		default:
 			return false
 		}
-		if typ != protowire.BytesType {
+		if it.Type != protoscan.BytesType {
 			return false
 		}
-		v, m := protowire.ConsumeBytes(b)
-		if m < 0 {
-			return false
-		}
-		b = b[m:]
-		if *target = l.readUInt32Value(v); *target == nil {
+		if *target = l.readUInt32Value(it.Value); *target == nil {
 			return false
 		}
 	}
-	return true
+	return it.Err() == nil
 }
 
 // readOutlierDetection reads an OutlierDetection whose fields are
@@ -183,55 +175,48 @@ func (l *limitMessages) readThreshold(b []byte, th *clusterpb.CircuitBreakers_Th
 func (l *limitMessages) readOutlierDetection(b []byte) bool {
 	od := &l.outlier
 	*od = clusterpb.OutlierDetection{}
-	var seen uint32
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || num >= 32 || seen&(1<<num) != 0 {
+	var seen protoscan.FieldSet
+	it := protoscan.Fields(b)
+	for it.Next() {
+		num := it.Num
+		if num >= 32 || !seen.Add(num) {
 			return false
 		}
-		seen |= 1 << num
-		b = b[n:]
 		if num == 12 { // split_external_local_origin_errors
-			v, m := protowire.ConsumeVarint(b)
-			if typ != protowire.VarintType || m < 0 {
+			if it.Type != protoscan.VarintType {
 				return false
 			}
-			b, od.SplitExternalLocalOriginErrors = b[m:], protowire.DecodeBool(v)
+			od.SplitExternalLocalOriginErrors = it.Bool()
 			continue
 		}
-		if typ != protowire.BytesType {
+		if it.Type != protoscan.BytesType {
 			return false
 		}
-		v, m := protowire.ConsumeBytes(b)
-		if m < 0 {
-			return false
-		}
-		b = b[m:]
 		if u := outlierUint32(od, num); u != nil {
-			if *u = l.readUInt32Value(v); *u == nil {
+			if *u = l.readUInt32Value(it.Value); *u == nil {
 				return false
 			}
 			continue
 		}
 		if d := outlierDuration(od, num); d != nil {
-			if *d, _ = l.readDuration(v); *d == nil {
+			if *d, _ = l.readDuration(it.Value); *d == nil {
 				return false
 			}
 			continue
 		}
 		if w := outlierBool(od, num); w != nil {
-			if *w = l.readBoolValue(v); *w == nil {
+			if *w = l.readBoolValue(it.Value); *w == nil {
 				return false
 			}
 			continue
 		}
 		return false
 	}
-	return true
+	return it.Err() == nil
 }
 
 // outlierUint32 is OutlierDetection's UInt32Value field num, or nil.
-func outlierUint32(od *clusterpb.OutlierDetection, num protowire.Number) **wrapperspb.UInt32Value {
+func outlierUint32(od *clusterpb.OutlierDetection, num protoscan.Number) **wrapperspb.UInt32Value {
 	switch num {
 	case 1:
 		return &od.Consecutive_5Xx
@@ -272,7 +257,7 @@ func outlierUint32(od *clusterpb.OutlierDetection, num protowire.Number) **wrapp
 }
 
 // outlierDuration is OutlierDetection's Duration field num, or nil.
-func outlierDuration(od *clusterpb.OutlierDetection, num protowire.Number) **durationpb.Duration {
+func outlierDuration(od *clusterpb.OutlierDetection, num protoscan.Number) **durationpb.Duration {
 	switch num {
 	case 2:
 		return &od.Interval
@@ -287,7 +272,7 @@ func outlierDuration(od *clusterpb.OutlierDetection, num protowire.Number) **dur
 }
 
 // outlierBool is OutlierDetection's BoolValue field num, or nil.
-func outlierBool(od *clusterpb.OutlierDetection, num protowire.Number) **wrapperspb.BoolValue {
+func outlierBool(od *clusterpb.OutlierDetection, num protoscan.Number) **wrapperspb.BoolValue {
 	switch num {
 	case 23:
 		return &od.SuccessfulActiveHealthCheckUnejectHost
@@ -321,7 +306,7 @@ func (l *limitMessages) readBoolValue(b []byte) *wrapperspb.BoolValue {
 	}
 	w := &l.bools[l.nBool]
 	l.nBool++
-	*w = wrapperspb.BoolValue{Value: protowire.DecodeBool(v)}
+	*w = wrapperspb.BoolValue{Value: v != 0}
 	return w
 }
 
@@ -331,12 +316,11 @@ func readWrappedVarint(b []byte) (uint64, bool) {
 	if len(b) == 0 {
 		return 0, true
 	}
-	num, typ, n := protowire.ConsumeTag(b)
-	if n < 0 || num != 1 || typ != protowire.VarintType {
+	f, n, err := protoscan.Next(b)
+	if err != nil || !f.Is(1, protoscan.VarintType) || n != len(b) {
 		return 0, false
 	}
-	v, m := protowire.ConsumeVarint(b[n:])
-	return v, m >= 0 && n+m == len(b)
+	return f.Varint(), true
 }
 
 // readDuration reads a Duration of seconds and nanos, each at most once,
@@ -344,44 +328,23 @@ func readWrappedVarint(b []byte) (uint64, bool) {
 // has none left.
 func (l *limitMessages) readDuration(b []byte) (*durationpb.Duration, bool) {
 	var seconds, nanos uint64
-	var seen uint8
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || typ != protowire.VarintType || (num != 1 && num != 2) || seen&(1<<num) != 0 {
+	var seen protoscan.FieldSet
+	it := protoscan.Fields(b)
+	for it.Next() {
+		if it.Type != protoscan.VarintType || (it.Num != 1 && it.Num != 2) || !seen.Add(it.Num) {
 			return nil, false
 		}
-		seen |= 1 << num
-		v, m := protowire.ConsumeVarint(b[n:])
-		if m < 0 {
-			return nil, false
-		}
-		b = b[n+m:]
-		if num == 1 {
-			seconds = v
+		if it.Num == 1 {
+			seconds = it.Varint()
 		} else {
-			nanos = v
+			nanos = it.Varint()
 		}
 	}
-	if l.nDuration == len(l.durations) {
+	if it.Err() != nil || l.nDuration == len(l.durations) {
 		return nil, false
 	}
 	d := &l.durations[l.nDuration]
 	l.nDuration++
 	*d = durationpb.Duration{Seconds: int64(seconds), Nanos: int32(nanos)}
 	return d, true
-}
-
-// nextLengthDelimited reads a field of wire type bytes from b: its
-// number, its value and what follows it; false for another wire type or
-// bytes that do not parse.
-func nextLengthDelimited(b []byte) (num protowire.Number, value, rest []byte, ok bool) {
-	num, typ, n := protowire.ConsumeTag(b)
-	if n < 0 || typ != protowire.BytesType {
-		return 0, nil, nil, false
-	}
-	value, m := protowire.ConsumeBytes(b[n:])
-	if m < 0 {
-		return 0, nil, nil, false
-	}
-	return num, value, b[n+m:], true
 }

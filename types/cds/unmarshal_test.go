@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/xdsengine/xdsengine/internal/protoscan/protoscantest"
 	"github.com/xdsengine/xdsengine/xdstest"
 )
 
@@ -128,26 +129,39 @@ func unmarshalSeeds(tb testing.TB) [][]byte {
 	}
 }
 
-// FuzzUnmarshalCluster: unmarshalCluster gives what proto.Unmarshal
+// unmarshalDifferential: unmarshalCluster gives what proto.Unmarshal
 // gives, and the same error, whatever the bytes; one target is reset and
 // reused from call to call, as the decoder does.
-func FuzzUnmarshalCluster(f *testing.F) {
-	for _, b := range unmarshalSeeds(f) {
-		f.Add(b)
-	}
+func unmarshalDifferential() protoscantest.Differential[*clusterpb.Cluster] {
 	target := &decodeTarget{}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var want clusterpb.Cluster
-		err := target.unmarshalCluster(b)
-		defer target.reset()
-		werr := proto.Unmarshal(b, &want)
-		if (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
-			t.Fatalf("error %v, proto.Unmarshal's %v", err, werr)
-		}
-		if err == nil && !proto.Equal(&target.pb, &want) {
-			t.Fatalf("got %v\nwant (proto.Unmarshal) %v", &target.pb, &want)
-		}
-	})
+	return protoscantest.Differential[*clusterpb.Cluster]{
+		Fast: func(b []byte) (*clusterpb.Cluster, error) {
+			target.reset()
+			err := target.unmarshalCluster(b)
+			return &target.pb, err
+		},
+		Reference: func(b []byte) (*clusterpb.Cluster, error) {
+			var want clusterpb.Cluster
+			err := proto.Unmarshal(b, &want)
+			return &want, err
+		},
+		Equal:     func(fast, ref *clusterpb.Cluster) bool { return proto.Equal(fast, ref) },
+		SameError: true,
+	}
+}
+
+var clusterDescriptor = (&clusterpb.Cluster{}).ProtoReflect().Descriptor()
+
+// TestUnmarshalClusterAgreesWithProto runs the seeds and their shared
+// mutations (protoscantest.Mutate) through unmarshalDifferential.
+func TestUnmarshalClusterAgreesWithProto(t *testing.T) {
+	unmarshalDifferential().Test(t, clusterDescriptor, unmarshalSeeds(t)...)
+}
+
+// FuzzUnmarshalCluster is unmarshalDifferential on any bytes, from the
+// seeds and their mutations.
+func FuzzUnmarshalCluster(f *testing.F) {
+	unmarshalDifferential().Fuzz(f, clusterDescriptor, unmarshalSeeds(f)...)
 }
 
 // TestUnmarshalClusterReadsUsualShape: the Clusters every EDS setup sends

@@ -265,16 +265,14 @@ func (c *localityConverter) endpoints(at func() string, lbs []*endpointpb.LbEndp
 	eps := c.backing[:len(lbs):len(lbs)]
 	c.backing = c.backing[len(lbs):]
 	n := 0
-	var total uint64
+	var total lbendpoint.WeightSum
 	for j, lb := range lbs {
 		if c.dec.Decode(lb, &eps[n], func() string { return at() + ".lb_endpoints[" + strconv.Itoa(j) + "]" }) {
-			total += uint64(eps[n].Weight)
+			total.Add(&eps[n])
 			n++
 		}
 	}
-	if total > math.MaxUint32 {
-		c.errs.Addf(at()+".lb_endpoints", "sum of endpoint weights %d exceeds %d", total, uint64(math.MaxUint32))
-	}
+	total.Check(c.errs, func() string { return at() + ".lb_endpoints" })
 	if n == 0 {
 		return nil
 	}
@@ -291,33 +289,21 @@ func (c *localityConverter) endpointsFromBytes(at func() string, loc localityByt
 	eps := c.backing[:loc.endpoints:loc.endpoints]
 	c.backing = c.backing[loc.endpoints:]
 	n, j := 0, 0
-	var total uint64
-	var lb *endpointpb.LbEndpoint
+	var total lbendpoint.WeightSum
 	ok := loc.eachEndpoint(func(b []byte) bool {
-		if !c.dec.DecodeBytes(b, &eps[n]) {
-			if lb == nil {
-				lb = new(endpointpb.LbEndpoint) // Unmarshal resets it for each
-			}
-			if proto.Unmarshal(b, lb) != nil {
-				return false
-			}
-			idx := j
-			if !c.dec.Decode(lb, &eps[n], func() string { return at() + ".lb_endpoints[" + strconv.Itoa(idx) + "]" }) {
-				j++
-				return true
-			}
-		}
-		total += uint64(eps[n].Weight)
-		n++
+		idx := j
 		j++
-		return true
+		valid, err := c.dec.DecodeRaw(b, &eps[n], func() string { return at() + ".lb_endpoints[" + strconv.Itoa(idx) + "]" })
+		if valid {
+			total.Add(&eps[n])
+			n++
+		}
+		return err == nil
 	})
 	if !ok {
 		return nil, false
 	}
-	if total > math.MaxUint32 {
-		c.errs.Addf(at()+".lb_endpoints", "sum of endpoint weights %d exceeds %d", total, uint64(math.MaxUint32))
-	}
+	total.Check(c.errs, func() string { return at() + ".lb_endpoints" })
 	if n == 0 {
 		return nil, true
 	}

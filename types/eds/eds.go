@@ -13,6 +13,7 @@ import (
 	"github.com/xdsengine/xdsengine/internal/xdsname"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/endpoint"
+	"github.com/xdsengine/xdsengine/types/internal/rawresource"
 	"github.com/xdsengine/xdsengine/types/leds"
 )
 
@@ -138,26 +139,16 @@ func containsString(list []string, s string) bool {
 // bytes the server sent, so callers may modify it. For a composed value it
 // is the resource as sent, without the LEDS endpoints.
 func (c *ClusterLoadAssignment) Proto() proto.Message {
-	m := new(endpointpb.ClusterLoadAssignment)
-	// The bytes were unmarshaled once already; a second time cannot fail.
-	_ = proto.Unmarshal(c.raw, m)
-	return m
+	return rawresource.Proto[endpointpb.ClusterLoadAssignment](c.raw)
 }
 
 // Equal reports whether other is a *ClusterLoadAssignment that the server
 // sent as the same bytes and, for composed values, that was composed from
 // equal LEDS collections.
 func (c *ClusterLoadAssignment) Equal(other registry.Resource) bool {
-	o, ok := other.(*ClusterLoadAssignment)
-	if !ok || c.composed != o.composed || len(c.sources) != len(o.sources) || !bytes.Equal(c.raw, o.raw) {
-		return false
-	}
-	for i, s := range c.sources {
-		if !sourceEqual(s, o.sources[i]) {
-			return false
-		}
-	}
-	return true
+	return rawresource.Equal(c, other, func(a, b *ClusterLoadAssignment) bool {
+		return a.composed == b.composed && bytes.Equal(a.raw, b.raw) && slices.EqualFunc(a.sources, b.sources, sourceEqual)
+	})
 }
 
 // sourceEqual compares two LEDS collections a composed value was built

@@ -2,8 +2,9 @@ package eds
 
 import (
 	endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/xdsengine/xdsengine/internal/protoscan"
 )
 
 // Field numbers of the repeated fields splitAssignment leaves as bytes.
@@ -21,13 +22,13 @@ type localityBytes struct {
 // eachEndpoint calls f with the bytes of each lb_endpoints entry, in
 // order, while f returns true; it reports whether every call did.
 func (l localityBytes) eachEndpoint(f func([]byte) bool) bool {
-	ok := true
-	eachField(l.raw, func(num protowire.Number, typ protowire.Type, field, value []byte) {
-		if ok && num == localityEndpointsField && typ == protowire.BytesType {
-			ok = f(value)
+	it := protoscan.Fields(l.raw)
+	for it.Next() {
+		if it.Is(localityEndpointsField, protoscan.BytesType) && !f(it.Value) {
+			return false
 		}
-	})
-	return ok
+	}
+	return it.Err() == nil
 }
 
 // parses reports whether every lb_endpoints entry unmarshals.
@@ -73,43 +74,19 @@ func splitAssignment(raw []byte) (*endpointpb.ClusterLoadAssignment, []localityB
 // without returns b without its fields numbered num of the bytes wire
 // type, calling f with each one's value. It reports false if b does not
 // parse as fields.
-func without(b []byte, num protowire.Number, f func(value []byte)) ([]byte, bool) {
+func without(b []byte, num protoscan.Number, f func(value []byte)) ([]byte, bool) {
 	return withoutInto(nil, b, num, f)
 }
 
 // withoutInto is without, appending to dst.
-func withoutInto(dst, b []byte, num protowire.Number, f func(value []byte)) ([]byte, bool) {
-	ok := eachField(b, func(n protowire.Number, typ protowire.Type, field, value []byte) {
-		if n == num && typ == protowire.BytesType {
-			f(value)
-			return
+func withoutInto(dst, b []byte, num protoscan.Number, f func(value []byte)) ([]byte, bool) {
+	it := protoscan.Fields(b)
+	for it.Next() {
+		if it.Is(num, protoscan.BytesType) {
+			f(it.Value)
+			continue
 		}
-		dst = append(dst, field...)
-	})
-	return dst, ok
-}
-
-// eachField calls f with each top-level field of b: its number, wire type,
-// whole encoding and, for the bytes type, value. It reports false, having
-// stopped, where b does not parse.
-func eachField(b []byte, f func(num protowire.Number, typ protowire.Type, field, value []byte)) bool {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return false
-		}
-		var value []byte
-		var m int
-		if typ == protowire.BytesType {
-			value, m = protowire.ConsumeBytes(b[n:])
-		} else {
-			m = protowire.ConsumeFieldValue(num, typ, b[n:])
-		}
-		if m < 0 {
-			return false
-		}
-		f(num, typ, b[:n+m], value)
-		b = b[n+m:]
+		dst = append(dst, it.Raw()...)
 	}
-	return true
+	return dst, it.Err() == nil
 }

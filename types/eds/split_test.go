@@ -1,7 +1,7 @@
 package eds
 
 import (
-	"reflect"
+	"fmt"
 	"testing"
 
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/internal/protoscan/protoscantest"
 	"github.com/xdsengine/xdsengine/registry"
 )
 
@@ -81,35 +82,66 @@ func splitSeeds(tb testing.TB) [][]byte {
 	return out
 }
 
-// sameDecode fails unless decode and decodeMessage agree on raw.
-func sameDecode(t *testing.T, raw []byte) {
-	t.Helper()
-	for _, leds := range []bool{false, true} {
-		opts := registry.DecodeOptions{Switches: featuresWithLEDS(leds)}
-		got, gotErr := decode(raw, opts)
-		want, wantErr := decodeMessage(raw, opts)
-		if (gotErr == nil) != (wantErr == nil) || (gotErr != nil && gotErr.Error() != wantErr.Error()) {
-			t.Fatalf("LEDS %v: decode error %v, one proto.Unmarshal %v", leds, gotErr, wantErr)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("LEDS %v: decode gave %+v, one proto.Unmarshal %+v", leds, got, want)
-		}
+// decodeOutcome is what decoding a resource gives, error included.
+type decodeOutcome struct {
+	res registry.DecodeResult
+	err string
+}
+
+func outcome(res registry.DecodeResult, err error) decodeOutcome {
+	o := decodeOutcome{res: res}
+	if err != nil {
+		o.err = err.Error()
+	}
+	return o
+}
+
+// fromBytes: decoding with the endpoints read from bytes (splitAssignment,
+// then convert) gives what one proto.Unmarshal of the resource gives
+// (decodeMessage), result and error alike; where a locality's endpoint
+// does not parse, decode falls back to decodeMessage.
+func fromBytes(leds bool) protoscantest.Differential[decodeOutcome] {
+	opts := registry.DecodeOptions{Switches: featuresWithLEDS(leds)}
+	return protoscantest.Differential[decodeOutcome]{
+		Fast: func(raw []byte) (decodeOutcome, error) {
+			cla, locs, ok := splitAssignment(raw)
+			if !ok {
+				return decodeOutcome{}, protoscantest.ErrDeclined
+			}
+			res, err, ok := convert(raw, cla, locs, opts)
+			if !ok {
+				return decodeOutcome{}, protoscantest.ErrDeclined
+			}
+			return outcome(res, err), nil
+		},
+		Reference: func(raw []byte) (decodeOutcome, error) { return outcome(decodeMessage(raw, opts)), nil },
 	}
 }
+
+var claDescriptor = (&endpointpb.ClusterLoadAssignment{}).ProtoReflect().Descriptor()
 
 func TestDecodeFromBytesMatchesMessage(t *testing.T) {
-	for _, raw := range splitSeeds(t) {
-		sameDecode(t, raw)
+	for _, leds := range []bool{false, true} {
+		t.Run(fmt.Sprintf("LEDS %v", leds), func(t *testing.T) {
+			fromBytes(leds).Test(t, claDescriptor, splitSeeds(t)...)
+		})
 	}
 }
 
-// FuzzDecodeFromBytes: reading endpoints from bytes gives what one proto.Unmarshal
-// of the resource gives, result and error alike.
+// FuzzDecodeFromBytes: decode, the fast path with its fallback, gives
+// what decodeMessage gives, with LEDS off and on.
 func FuzzDecodeFromBytes(f *testing.F) {
-	for _, raw := range splitSeeds(f) {
-		f.Add(raw)
+	both := func(decode func([]byte, registry.DecodeOptions) (registry.DecodeResult, error)) func([]byte) ([2]decodeOutcome, error) {
+		return func(raw []byte) ([2]decodeOutcome, error) {
+			var out [2]decodeOutcome
+			for i, leds := range []bool{false, true} {
+				out[i] = outcome(decode(raw, registry.DecodeOptions{Switches: featuresWithLEDS(leds)}))
+			}
+			return out, nil
+		}
 	}
-	f.Fuzz(sameDecode)
+	d := protoscantest.Differential[[2]decodeOutcome]{Fast: both(decode), Reference: both(decodeMessage)}
+	d.Fuzz(f, claDescriptor, splitSeeds(f)...)
 }
 
 func featuresWithLEDS(on bool) features.Switches {

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/types/internal/rawresource"
 	"github.com/xdsengine/xdsengine/types/rds"
 )
 
@@ -74,22 +75,12 @@ func (l *Listener) IsServer() bool { return l.Server != nil }
 // Proto returns the resource as sent by the server, unmarshaled afresh on
 // every call, so the caller may modify it. Printing it with protojson is
 // the intended use.
-func (l *Listener) Proto() proto.Message {
-	m := new(listenerv3.Listener)
-	// The bytes were unmarshaled successfully when the resource was
-	// decoded, so this cannot fail.
-	_ = proto.Unmarshal(l.raw, m)
-	return m
-}
+func (l *Listener) Proto() proto.Message { return rawresource.Proto[listenerv3.Listener](l.raw) }
 
 // Equal reports whether other is a Listener with the same serialized form.
 // It implements registry.Equaler.
 func (l *Listener) Equal(other registry.Resource) bool {
-	o, ok := other.(*Listener)
-	if !ok || l == nil || o == nil {
-		return ok && l == o
-	}
-	return bytes.Equal(l.raw, o.raw)
+	return rawresource.Equal(l, other, func(a, b *Listener) bool { return bytes.Equal(a.raw, b.raw) })
 }
 
 // String summarizes the listener on one line, for logs and tools.

@@ -3,7 +3,6 @@ package leds
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 
 	endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -49,10 +48,7 @@ func convert(coll *endpointpb.LbEndpointCollection, errs *registry.FieldErrors) 
 	entries := coll.GetEntries()
 	eps := make([]Endpoint, 0, len(entries))
 	dec := lbendpoint.NewDecoder(errs, len(entries))
-	// One message reused for every entry: its contents are copied out
-	// before the next Unmarshal resets it.
-	var lb endpointpb.LbEndpoint
-	var total uint64
+	var total lbendpoint.WeightSum
 	for i, e := range entries {
 		at := func() string { return "entries[" + strconv.Itoa(i) + "]" }
 		if e.GetLocator() != nil {
@@ -74,22 +70,15 @@ func convert(coll *endpointpb.LbEndpointCollection, errs *registry.FieldErrors) 
 			continue
 		}
 		var ep Endpoint
-		if dec.DecodeBytes(res.GetValue(), &ep) {
-			total += uint64(ep.Weight)
-			eps = append(eps, ep)
-			continue
-		}
-		if err := proto.Unmarshal(res.GetValue(), &lb); err != nil {
+		valid, err := dec.DecodeRaw(res.GetValue(), &ep, func() string { return at() + ".inline_entry.resource" })
+		if err != nil {
 			errs.Addf(at()+".inline_entry.resource", "cannot unmarshal LbEndpoint: %v", err)
-			continue
 		}
-		if dec.Decode(&lb, &ep, func() string { return at() + ".inline_entry.resource" }) {
-			total += uint64(ep.Weight)
+		if valid {
+			total.Add(&ep)
 			eps = append(eps, ep)
 		}
 	}
-	if total > math.MaxUint32 {
-		errs.Addf("entries", "sum of endpoint weights %d exceeds %d", total, uint64(math.MaxUint32))
-	}
+	total.Check(errs, func() string { return "entries" })
 	return eps
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/internal/lbendpoint"
+	"github.com/xdsengine/xdsengine/types/internal/rawresource"
 )
 
 // EndpointTypeURL is the type URL of single LbEndpoint resources: the
@@ -50,15 +51,10 @@ func decodeEndpoint(raw []byte, opts registry.DecodeOptions) (registry.DecodeRes
 	}
 	var errs registry.FieldErrors
 	out := &LbEndpoint{Name: name, raw: opts.KeepRaw(raw)}
-	dec := lbendpoint.NewDecoder(&errs, 1)
-	if dec.DecodeBytes(raw, &out.Endpoint) {
-		return registry.DecodeResult{Name: name, Resource: out}, nil
-	}
-	var lb endpointpb.LbEndpoint
-	if err := proto.Unmarshal(raw, &lb); err != nil {
+	_, err := lbendpoint.NewDecoder(&errs, 1).DecodeRaw(raw, &out.Endpoint, func() string { return "LbEndpoint" })
+	if err != nil {
 		return registry.DecodeResult{Name: name}, fmt.Errorf("cannot unmarshal LbEndpoint: %w", err)
 	}
-	dec.Decode(&lb, &out.Endpoint, func() string { return "LbEndpoint" })
 	if err := errs.Err(); err != nil {
 		return registry.DecodeResult{Name: name}, err
 	}
@@ -67,16 +63,11 @@ func decodeEndpoint(raw []byte, opts registry.DecodeOptions) (registry.DecodeRes
 
 // Proto returns the resource as an *envoy.config.endpoint.v3.LbEndpoint,
 // decoded afresh, so callers may modify it.
-func (e *LbEndpoint) Proto() proto.Message {
-	m := new(endpointpb.LbEndpoint)
-	_ = proto.Unmarshal(e.raw, m) // unmarshaled once already: cannot fail
-	return m
-}
+func (e *LbEndpoint) Proto() proto.Message { return rawresource.Proto[endpointpb.LbEndpoint](e.raw) }
 
 // Equal reports whether other is the same member sent as the same bytes.
 func (e *LbEndpoint) Equal(other registry.Resource) bool {
-	o, ok := other.(*LbEndpoint)
-	return ok && e.Name == o.Name && bytes.Equal(e.raw, o.raw)
+	return rawresource.Equal(e, other, func(a, b *LbEndpoint) bool { return a.Name == b.Name && bytes.Equal(a.raw, b.raw) })
 }
 
 // String is the endpoint's address.

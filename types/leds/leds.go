@@ -11,6 +11,7 @@ import (
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/endpoint"
+	"github.com/xdsengine/xdsengine/types/internal/rawresource"
 )
 
 // TypeURL is the type URL of LbEndpointCollection resources.
@@ -72,17 +73,15 @@ type LbEndpointCollection struct {
 // *envoy.config.endpoint.v3.LbEndpointCollection, decoded afresh from the
 // bytes the server sent, so callers may modify it.
 func (c *LbEndpointCollection) Proto() proto.Message {
-	m := new(endpointpb.LbEndpointCollection)
-	// The bytes were unmarshaled once already; a second time cannot fail.
-	_ = proto.Unmarshal(c.raw, m)
-	return m
+	return rawresource.Proto[endpointpb.LbEndpointCollection](c.raw)
 }
 
 // Equal reports whether other is an *LbEndpointCollection with the same
 // name that the server sent as the same bytes.
 func (c *LbEndpointCollection) Equal(other registry.Resource) bool {
-	o, ok := other.(*LbEndpointCollection)
-	return ok && c.Name == o.Name && bytes.Equal(c.raw, o.raw)
+	return rawresource.Equal(c, other, func(a, b *LbEndpointCollection) bool {
+		return a.Name == b.Name && bytes.Equal(a.raw, b.raw)
+	})
 }
 
 // Interface guards.

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/types/internal/rawresource"
 )
 
 // TypeURL is the type URL of envoy.config.route.v3.RouteConfiguration.
@@ -46,21 +47,13 @@ type RouteConfiguration struct {
 // every call, so the caller may modify it. Printing it with protojson is
 // the intended use.
 func (rc *RouteConfiguration) Proto() proto.Message {
-	m := new(routev3.RouteConfiguration)
-	// The bytes were unmarshaled successfully when the resource was
-	// decoded, so this cannot fail.
-	_ = proto.Unmarshal(rc.raw, m)
-	return m
+	return rawresource.Proto[routev3.RouteConfiguration](rc.raw)
 }
 
 // Equal reports whether other is a RouteConfiguration with the same
 // serialized form. It implements registry.Equaler.
 func (rc *RouteConfiguration) Equal(other registry.Resource) bool {
-	o, ok := other.(*RouteConfiguration)
-	if !ok || rc == nil || o == nil {
-		return ok && rc == o
-	}
-	return bytes.Equal(rc.raw, o.raw)
+	return rawresource.Equal(rc, other, func(a, b *RouteConfiguration) bool { return bytes.Equal(a.raw, b.raw) })
 }
 
 // VirtualHost is one entry of RouteConfiguration.virtual_hosts.

@@ -3,10 +3,8 @@ package lbendpoint
 import (
 	"math"
 	"net/netip"
-	"unicode/utf8"
 
-	"google.golang.org/protobuf/encoding/protowire"
-
+	"github.com/xdsengine/xdsengine/internal/protoscan"
 	"github.com/xdsengine/xdsengine/types/endpoint"
 )
 
@@ -24,26 +22,27 @@ import (
 // (FuzzDecodeBytes checks it).
 func (d *Decoder) DecodeBytes(b []byte, out *endpoint.Endpoint) bool {
 	e := endpoint.Endpoint{Weight: 1}
-	var met fieldSet
-	for len(b) > 0 {
-		num, typ, v, rest, ok := nextField(b, &met)
-		if !ok {
+	// A field met twice is a merge or a last-one-wins that only
+	// proto.Unmarshal should judge; so in the messages below.
+	var met protoscan.FieldSet
+	it := protoscan.Fields(b)
+	for it.Next() {
+		if !met.Add(it.Num) {
 			return false
 		}
-		b = rest
 		switch {
-		case num == 1 && typ == protowire.BytesType: // endpoint
-			if !parseEndpoint(v, &e) {
+		case it.Is(1, protoscan.BytesType): // endpoint
+			if !parseEndpoint(it.Value, &e) {
 				return false
 			}
-		case num == 2 && typ == protowire.VarintType: // health_status
-			status, ok := varint(v, math.MaxInt32)
+		case it.Is(2, protoscan.VarintType): // health_status
+			status, ok := it.VarintAtMost(math.MaxInt32)
 			if !ok {
 				return false
 			}
 			e.HealthStatus = endpoint.HealthStatus(status)
-		case num == 4 && typ == protowire.BytesType: // load_balancing_weight
-			w, ok := parseUInt32Value(v)
+		case it.Is(4, protoscan.BytesType): // load_balancing_weight
+			w, ok := parseUInt32Value(it.Value)
 			if !ok || w == 0 {
 				return false
 			}
@@ -52,7 +51,7 @@ func (d *Decoder) DecodeBytes(b []byte, out *endpoint.Endpoint) bool {
 			return false
 		}
 	}
-	if !met.has(1) {
+	if it.Err() != nil || !met.Has(1) {
 		return false
 	}
 	if _, dup := d.seen[e.Address]; dup {
@@ -66,86 +65,83 @@ func (d *Decoder) DecodeBytes(b []byte, out *endpoint.Endpoint) bool {
 // parseEndpoint reads an envoy.config.endpoint.v3.Endpoint: address and
 // hostname only.
 func parseEndpoint(b []byte, e *endpoint.Endpoint) bool {
-	var met fieldSet
-	for len(b) > 0 {
-		num, typ, v, rest, ok := nextField(b, &met)
-		if !ok {
+	var met protoscan.FieldSet
+	it := protoscan.Fields(b)
+	for it.Next() {
+		if !met.Add(it.Num) {
 			return false
 		}
-		b = rest
 		switch {
-		case num == 1 && typ == protowire.BytesType: // address
-			if !parseAddress(v, &e.Address) {
+		case it.Is(1, protoscan.BytesType): // address
+			if !parseAddress(it.Value, &e.Address) {
 				return false
 			}
-		case num == 3 && typ == protowire.BytesType: // hostname
-			if !utf8.Valid(v) {
+		case it.Is(3, protoscan.BytesType): // hostname
+			if !protoscan.ValidUTF8(it.Value) {
 				return false
 			}
-			e.Hostname = string(v)
+			e.Hostname = string(it.Value)
 		default:
 			return false
 		}
 	}
-	return met.has(1)
+	return it.Err() == nil && met.Has(1)
 }
 
 // parseAddress reads an envoy.config.core.v3.Address holding a
 // socket_address.
 func parseAddress(b []byte, ap *netip.AddrPort) bool {
-	var met fieldSet
-	for len(b) > 0 {
-		num, typ, v, rest, ok := nextField(b, &met)
-		if !ok {
-			return false
-		}
-		b = rest
-		if num != 1 || typ != protowire.BytesType || !parseSocketAddress(v, ap) {
+	var met protoscan.FieldSet
+	it := protoscan.Fields(b)
+	for it.Next() {
+		if !met.Add(it.Num) || !it.Is(1, protoscan.BytesType) || !parseSocketAddress(it.Value, ap) {
 			return false
 		}
 	}
-	return met.has(1)
+	return it.Err() == nil && met.Has(1)
 }
 
 // parseSocketAddress reads an envoy.config.core.v3.SocketAddress with an
 // IP literal and a port_value.
 func parseSocketAddress(b []byte, ap *netip.AddrPort) bool {
-	var met fieldSet
+	var met protoscan.FieldSet
 	var ip netip.Addr
 	var port uint64
-	for len(b) > 0 {
-		num, typ, v, rest, ok := nextField(b, &met)
-		if !ok {
+	it := protoscan.Fields(b)
+	for it.Next() {
+		if !met.Add(it.Num) {
 			return false
 		}
-		b = rest
 		switch {
-		case (num == 1 || num == 6) && typ == protowire.VarintType: // protocol, ipv4_compat: not used
-			if _, ok := varint(v, math.MaxInt32); !ok {
+		case it.Is(1, protoscan.VarintType) || it.Is(6, protoscan.VarintType): // protocol, ipv4_compat: not used
+			// Above it, proto's truncation to the field's width would
+			// have to be reproduced.
+			if _, ok := it.VarintAtMost(math.MaxInt32); !ok {
 				return false
 			}
-		case num == 2 && typ == protowire.BytesType: // address
-			if !utf8.Valid(v) {
+		case it.Is(2, protoscan.BytesType): // address
+			if !protoscan.ValidUTF8(it.Value) {
 				return false
 			}
-			a, err := netip.ParseAddr(string(v))
+			a, err := netip.ParseAddr(string(it.Value))
 			if err != nil {
 				return false
 			}
 			ip = a
-		case num == 3 && typ == protowire.VarintType: // port_value
-			if port, ok = varint(v, math.MaxUint16); !ok {
+		case it.Is(3, protoscan.VarintType): // port_value
+			var ok bool
+			if port, ok = it.VarintAtMost(math.MaxUint16); !ok {
 				return false
 			}
-		case num == 5 && typ == protowire.BytesType: // resolver_name: not used
-			if !utf8.Valid(v) {
+		case it.Is(5, protoscan.BytesType): // resolver_name: not used
+			if !protoscan.ValidUTF8(it.Value) {
 				return false
 			}
 		default:
 			return false
 		}
 	}
-	if !met.has(2) || !met.has(3) {
+	if it.Err() != nil || !met.Has(2) || !met.Has(3) {
 		return false
 	}
 	*ap = netip.AddrPortFrom(ip, uint16(port))
@@ -154,57 +150,17 @@ func parseSocketAddress(b []byte, ap *netip.AddrPort) bool {
 
 // parseUInt32Value reads a google.protobuf.UInt32Value.
 func parseUInt32Value(b []byte) (uint32, bool) {
-	var met fieldSet
+	var met protoscan.FieldSet
 	var value uint64
-	for len(b) > 0 {
-		num, typ, v, rest, ok := nextField(b, &met)
-		if !ok || num != 1 || typ != protowire.VarintType {
+	it := protoscan.Fields(b)
+	for it.Next() {
+		var ok bool
+		if !met.Add(it.Num) || !it.Is(1, protoscan.VarintType) {
 			return 0, false
 		}
-		b = rest
-		if value, ok = varint(v, math.MaxUint32); !ok {
+		if value, ok = it.VarintAtMost(math.MaxUint32); !ok {
 			return 0, false
 		}
 	}
-	return uint32(value), true
-}
-
-// fieldSet records the fields of a message met so far: a field met twice
-// is a merge or a last-one-wins that only proto.Unmarshal should judge.
-type fieldSet uint16
-
-func (s fieldSet) has(num protowire.Number) bool { return s&(1<<num) != 0 }
-
-// nextField splits the first field off b: its number, wire type, value
-// bytes (for a varint, its encoding) and the rest. It refuses a field
-// numbered above 15 or met before.
-func nextField(b []byte, met *fieldSet) (num protowire.Number, typ protowire.Type, v, rest []byte, ok bool) {
-	num, typ, n := protowire.ConsumeTag(b)
-	if n < 0 || num < 1 || num > 15 || met.has(num) {
-		return 0, 0, nil, nil, false
-	}
-	*met |= 1 << num
-	b = b[n:]
-	switch typ {
-	case protowire.BytesType:
-		v, n = protowire.ConsumeBytes(b)
-	case protowire.VarintType:
-		_, n = protowire.ConsumeVarint(b)
-		if n > 0 {
-			v = b[:n]
-		}
-	default:
-		return 0, 0, nil, nil, false
-	}
-	if n < 0 {
-		return 0, 0, nil, nil, false
-	}
-	return num, typ, v, b[n:], true
-}
-
-// varint decodes an encoded varint that must not exceed limit: above it,
-// proto's truncation to the field's width would have to be reproduced.
-func varint(enc []byte, limit uint64) (uint64, bool) {
-	x, n := protowire.ConsumeVarint(enc)
-	return x, n == len(enc) && x <= limit
+	return uint32(value), it.Err() == nil
 }

@@ -1,6 +1,8 @@
 package lbendpoint
 
 import (
+	"errors"
+	"math"
 	"reflect"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/xdsengine/xdsengine/internal/protoscan/protoscantest"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/endpoint"
 )
@@ -151,29 +154,53 @@ func TestDecodeBytesDuplicate(t *testing.T) {
 	}
 }
 
-// FuzzDecodeBytes: whatever DecodeBytes accepts, proto.Unmarshal and
-// Decode accept with the same result.
-func FuzzDecodeBytes(f *testing.F) {
-	f.Add(mustMarshal(f, lbEndpoint("10.0.0.1", 8080, nil)))
-	f.Add(mustMarshal(f, lbEndpoint("2001:db8::1%eth0", 1, func(lb *endpointpb.LbEndpoint) {
-		lb.GetEndpoint().Hostname = "h"
-		lb.LoadBalancingWeight = wrapperspb.UInt32(3)
-	})))
-	f.Add(mustMarshal(f, lbEndpoint("10.0.0.1", 80, func(lb *endpointpb.LbEndpoint) {
-		sa := socketAddress(lb)
-		sa.Protocol, sa.ResolverName, sa.Ipv4Compat = corepb.SocketAddress_UDP, "r", true
-	})))
-	f.Fuzz(func(t *testing.T, b []byte) {
+// decodeBytes: whatever DecodeBytes accepts, proto.Unmarshal and Decode
+// accept with the same result; what it declines, Decode judges.
+var decodeBytes = protoscantest.Differential[endpoint.Endpoint]{
+	Fast: func(b []byte) (endpoint.Endpoint, error) {
 		var errs registry.FieldErrors
 		var fast endpoint.Endpoint
 		if !NewDecoder(&errs, 1).DecodeBytes(b, &fast) {
-			return
+			return endpoint.Endpoint{}, protoscantest.ErrDeclined
 		}
-		slow, ok := slowDecode(b)
-		if !ok || !reflect.DeepEqual(fast, slow) {
-			t.Fatalf("DecodeBytes gave %+v, proto.Unmarshal and Decode %+v (valid %v)", fast, slow, ok)
+		return fast, nil
+	},
+	Reference: func(b []byte) (endpoint.Endpoint, error) {
+		ep, ok := slowDecode(b)
+		if !ok {
+			return ep, errors.New("proto.Unmarshal or Decode refuses it")
 		}
-	})
+		return ep, nil
+	},
+}
+
+// decodeBytesSeeds are endpoints of the usual shape and around it.
+func decodeBytesSeeds(tb testing.TB) [][]byte {
+	return [][]byte{
+		mustMarshal(tb, lbEndpoint("10.0.0.1", 8080, nil)),
+		mustMarshal(tb, lbEndpoint("2001:db8::1%eth0", 1, func(lb *endpointpb.LbEndpoint) {
+			lb.GetEndpoint().Hostname = "h"
+			lb.LoadBalancingWeight = wrapperspb.UInt32(3)
+		})),
+		mustMarshal(tb, lbEndpoint("10.0.0.1", 80, func(lb *endpointpb.LbEndpoint) {
+			sa := socketAddress(lb)
+			sa.Protocol, sa.ResolverName, sa.Ipv4Compat = corepb.SocketAddress_UDP, "r", true
+			lb.HealthStatus = corepb.HealthStatus_DRAINING
+		})),
+		mustMarshal(tb, lbEndpoint("10.0.0.1", 65535, func(lb *endpointpb.LbEndpoint) {
+			lb.LoadBalancingWeight = wrapperspb.UInt32(math.MaxUint32)
+		})),
+	}
+}
+
+var lbEndpointDescriptor = (&endpointpb.LbEndpoint{}).ProtoReflect().Descriptor()
+
+func TestDecodeBytesAgreesWithProto(t *testing.T) {
+	decodeBytes.Test(t, lbEndpointDescriptor, decodeBytesSeeds(t)...)
+}
+
+func FuzzDecodeBytes(f *testing.F) {
+	decodeBytes.Fuzz(f, lbEndpointDescriptor, decodeBytesSeeds(f)...)
 }
 
 func mustMarshal(tb testing.TB, m proto.Message) []byte {

@@ -18,6 +18,7 @@ import (
 type Decoder struct {
 	errs *registry.FieldErrors
 	seen map[netip.AddrPort]struct{}
+	lb   *endpointpb.LbEndpoint // DecodeRaw's, made on first use
 }
 
 // NewDecoder returns a Decoder that records problems in errs. sizeHint is

@@ -20,12 +20,7 @@ const protowirePath = "google.golang.org/protobuf/encoding/protowire"
 // they move onto protoscan, each with who moves it. An entry whose
 // package no longer imports protowire fails the test, so that the list
 // only shrinks.
-var stillImportsProtowire = map[string]string{
-	// The envelope, recv and request fast paths: moved onto protoscan by
-	// the rewrite of engine/internal/wire (issue 40), which removes this
-	// entry.
-	"github.com/xdsengine/xdsengine/engine/internal/wire": "issue 40's rewrite of engine/internal/wire",
-}
+var stillImportsProtowire = map[string]string{}
 
 // TestOnlyProtoscanImportsProtowire: no non-generated, non-test file of
 // the module imports protowire outside this package (see the package

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/xdsengine/xdsengine/internal/protoscan"
 )
 
 // envelope is a DiscoveryResponse read without copying its resources:
@@ -95,29 +95,22 @@ func parseEnvelope(b []byte, dst []rawAny) (envelope, error) {
 // nextField reads the next field of a DiscoveryResponse: its number and
 // value if it is one of the length-delimited fields parseEnvelope reads,
 // number 0 for any other, which is skipped. A resource, nearly all of a
-// response, is split without protowire's general calls when its length
-// allows (lengthDelimited).
-func nextField(b []byte) (num protowire.Number, v, rest []byte, err error) {
+// response, is split inline when its length allows
+// (protoscan.CutShortBytes).
+func nextField(b []byte) (num protoscan.Number, v, rest []byte, err error) {
 	if b[0] == resourcesTag {
-		if v, rest, ok := lengthDelimited(b[1:]); ok {
+		if v, rest, ok := protoscan.CutShortBytes(b[1:]); ok {
 			return 2, v, rest, nil
 		}
 	}
-	num, typ, n := protowire.ConsumeTag(b)
-	if n < 0 || !num.IsValid() {
+	f, n, err := protoscan.Next(b)
+	if err != nil {
 		return 0, nil, nil, errEnvelope
 	}
-	b = b[n:]
-	if typ != protowire.BytesType || num < 1 || num > 7 || num == 3 {
-		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-			return 0, nil, nil, errEnvelope
-		}
+	if f.Type != protoscan.BytesType || f.Num > 7 || f.Num == 3 {
 		return 0, nil, b[n:], nil
 	}
-	if v, n = protowire.ConsumeBytes(b); n < 0 {
-		return 0, nil, nil, errEnvelope
-	}
-	return num, v, b[n:], nil
+	return f.Num, f.Value, b[n:], nil
 }
 
 // countResources counts the resources field of a DiscoveryResponse, so
@@ -125,17 +118,9 @@ func nextField(b []byte) (num protowire.Number, v, rest []byte, err error) {
 // what it cannot read: parseEnvelope then says why.
 func countResources(b []byte) int {
 	n := 0
-	for len(b) > 0 {
-		num, typ, m := protowire.ConsumeTag(b)
-		if m < 0 {
-			return n
-		}
-		b = b[m:]
-		if m = protowire.ConsumeFieldValue(num, typ, b); m < 0 {
-			return n
-		}
-		b = b[m:]
-		if num == 2 && typ == protowire.BytesType {
+	it := protoscan.Fields(b)
+	for it.Next() {
+		if it.Is(2, protoscan.BytesType) {
 			n++
 		}
 	}
@@ -145,34 +130,10 @@ func countResources(b []byte) int {
 // The tags of the fields read most: DiscoveryResponse.resources (2) and
 // Any's type_url (1) and value (2), all length-delimited.
 const (
-	resourcesTag = 2<<3 | byte(protowire.BytesType)
-	typeURLTag   = 1<<3 | byte(protowire.BytesType)
-	valueTag     = 2<<3 | byte(protowire.BytesType)
+	resourcesTag = 2<<3 | byte(protoscan.BytesType)
+	typeURLTag   = 1<<3 | byte(protoscan.BytesType)
+	valueTag     = 2<<3 | byte(protoscan.BytesType)
 )
-
-// lengthDelimited splits b after a length prefix of at most two bytes
-// (127 bytes; 16 KB), which covers the type URLs and most resources. It
-// reports false for anything else, which the caller then reads the
-// general way.
-func lengthDelimited(b []byte) (v, rest []byte, ok bool) {
-	// Written to be inlined (three calls per resource).
-	if len(b) == 0 {
-		return nil, nil, false
-	}
-	n, i := int(b[0]), 1
-	if n >= 0x80 {
-		// A second byte of 0 (a length written longer than needed) is
-		// what protowire accepts too.
-		if len(b) < 2 || b[1] >= 0x80 {
-			return nil, nil, false
-		}
-		n, i = n&0x7f|int(b[1])<<7, 2
-	}
-	if n > len(b)-i {
-		return nil, nil, false
-	}
-	return b[i : i+n], b[i+n:], true
-}
 
 // parseAny reads a google.protobuf.Any (type_url = 1, value = 2) into a,
 // which is zero. prev is the type URL of the response's resource before
@@ -181,12 +142,12 @@ func lengthDelimited(b []byte) (v, rest []byte, ok bool) {
 func parseAny(a *rawAny, b []byte, prev []byte) error {
 	// The shape every server sends: type_url, then value, once each.
 	if len(b) > 0 && b[0] == typeURLTag {
-		if t, rest, ok := lengthDelimited(b[1:]); ok && len(rest) > 0 && rest[0] == valueTag {
-			if v, rest, ok := lengthDelimited(rest[1:]); ok && len(rest) == 0 {
+		if t, rest, ok := protoscan.CutShortBytes(b[1:]); ok && len(rest) > 0 && rest[0] == valueTag {
+			if v, rest, ok := protoscan.CutShortBytes(rest[1:]); ok && len(rest) == 0 {
 				switch {
 				case bytes.Equal(t, prev):
 					t = prev
-				case !utf8.Valid(t):
+				case !protoscan.ValidUTF8(t):
 					return errEnvelope
 				}
 				a.typeURL, a.value = t, v
@@ -194,38 +155,26 @@ func parseAny(a *rawAny, b []byte, prev []byte) error {
 			}
 		}
 	}
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || !num.IsValid() {
-			return errEnvelope
-		}
-		b = b[n:]
-		if typ != protowire.BytesType || (num != 1 && num != 2) {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+	it := protoscan.Fields(b)
+	for it.Next() {
+		switch {
+		case it.Is(1, protoscan.BytesType):
+			if !protoscan.ValidUTF8(it.Value) {
 				return errEnvelope
 			}
-			b = b[n:]
-			continue
+			a.typeURL = it.Value
+		case it.Is(2, protoscan.BytesType):
+			a.value = it.Value
 		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return errEnvelope
-		}
-		b = b[n:]
-		if num == 1 {
-			if !utf8.Valid(v) {
-				return errEnvelope
-			}
-			a.typeURL = v
-		} else {
-			a.value = v
-		}
+	}
+	if it.Err() != nil {
+		return errEnvelope
 	}
 	return nil
 }
 
 func utf8String(v []byte) (string, error) {
-	if !utf8.Valid(v) {
+	if !protoscan.ValidUTF8(v) {
 		return "", errEnvelope
 	}
 	return string(v), nil
@@ -246,30 +195,14 @@ func envelopeOf(resp *discoverypb.DiscoveryResponse) envelope {
 // whatever else it can. It reports whether both fields were read.
 func peekTypeAndNonce(b []byte) (typeURL, nonce string, ok bool) {
 	var haveType, haveNonce bool
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			break
+	it := protoscan.Fields(b)
+	for it.Next() {
+		switch {
+		case it.Is(4, protoscan.BytesType):
+			typeURL, haveType = string(it.Value), true
+		case it.Is(5, protoscan.BytesType):
+			nonce, haveNonce = string(it.Value), true
 		}
-		b = b[n:]
-		if typ == protowire.BytesType && (num == 4 || num == 5) {
-			v, m := protowire.ConsumeBytes(b)
-			if m < 0 {
-				break
-			}
-			if num == 4 {
-				typeURL, haveType = string(v), true
-			} else {
-				nonce, haveNonce = string(v), true
-			}
-			b = b[m:]
-			continue
-		}
-		m := protowire.ConsumeFieldValue(num, typ, b)
-		if m < 0 {
-			break
-		}
-		b = b[m:]
 	}
 	// Echoed in a proto string, the nonce must be valid UTF-8.
 	return typeURL, strings.ToValidUTF8(nonce, "\uFFFD"), haveType && haveNonce

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -10,6 +11,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdsengine/xdsengine/internal/protoscan/protoscantest"
 )
 
 func envelopeSeeds(f *testing.F) {
@@ -51,37 +54,51 @@ func envelopeSeeds(f *testing.F) {
 		protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte{0xff})))
 }
 
-// FuzzEnvelope: parseEnvelope accepts exactly what proto.Unmarshal
-// accepts, and reads the same fields from it.
+// envelopeDifferential: parseEnvelope accepts exactly what
+// proto.Unmarshal accepts, and reads the same fields from it (envelopeOf
+// of proto's message, the path readSotW falls back to).
+var envelopeDifferential = protoscantest.Differential[envelope]{
+	Fast: func(b []byte) (envelope, error) { return parseEnvelope(b, nil) },
+	Reference: func(b []byte) (envelope, error) {
+		var resp discoverypb.DiscoveryResponse
+		if err := proto.Unmarshal(b, &resp); err != nil {
+			return envelope{}, err
+		}
+		return envelopeOf(&resp), nil
+	},
+	Equal: func(a, b envelope) bool {
+		return a.version == b.version && a.typeURL == b.typeURL && a.nonce == b.nonce &&
+			slices.EqualFunc(a.resources, b.resources, func(x, y rawAny) bool {
+				return bytes.Equal(x.typeURL, y.typeURL) && bytes.Equal(x.value, y.value)
+			}) &&
+			slices.EqualFunc(a.errors, b.errors, func(x, y *discoverypb.ResourceError) bool { return proto.Equal(x, y) })
+	},
+}
+
+var responseDescriptor = (&discoverypb.DiscoveryResponse{}).ProtoReflect().Descriptor()
+
+func envelopeSeedList(t testing.TB) [][]byte {
+	full, err := proto.Marshal(&discoverypb.DiscoveryResponse{
+		VersionInfo: "v1", TypeUrl: "t", Nonce: "n", Canary: true,
+		Resources:      []*anypb.Any{{TypeUrl: "t", Value: []byte("a")}, {TypeUrl: resourceWrapperTypeURL, Value: []byte{0x0a, 0x01, 'x'}}},
+		ControlPlane:   &corepb.ControlPlane{Identifier: "cp"},
+		ResourceErrors: []*discoverypb.ResourceError{{ResourceName: &discoverypb.ResourceName{Name: "r"}, ErrorDetail: &rpcstatus.Status{Code: 5}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return [][]byte{full}
+}
+
+func TestEnvelopeAgreesWithProto(t *testing.T) {
+	envelopeDifferential.Test(t, responseDescriptor, envelopeSeedList(t)...)
+}
+
+// FuzzEnvelope is envelopeDifferential on any bytes, from the seeds
+// below, the shared mutations and those of envelopeSeeds.
 func FuzzEnvelope(f *testing.F) {
 	envelopeSeeds(f)
-	f.Fuzz(func(t *testing.T, b []byte) {
-		env, err := parseEnvelope(b, nil)
-		var resp discoverypb.DiscoveryResponse
-		perr := proto.Unmarshal(b, &resp)
-		if (err == nil) != (perr == nil) {
-			t.Fatalf("parseEnvelope error %v, proto.Unmarshal error %v", err, perr)
-		}
-		if err != nil {
-			return
-		}
-		if env.version != resp.GetVersionInfo() || env.typeURL != resp.GetTypeUrl() || env.nonce != resp.GetNonce() {
-			t.Fatalf("envelope %q %q %q, proto %q %q %q", env.version, env.typeURL, env.nonce, resp.GetVersionInfo(), resp.GetTypeUrl(), resp.GetNonce())
-		}
-		if len(env.resources) != len(resp.GetResources()) || len(env.errors) != len(resp.GetResourceErrors()) {
-			t.Fatalf("%d resources and %d errors, proto %d and %d", len(env.resources), len(env.errors), len(resp.GetResources()), len(resp.GetResourceErrors()))
-		}
-		for i, a := range resp.GetResources() {
-			if string(env.resources[i].typeURL) != a.GetTypeUrl() || !bytes.Equal(env.resources[i].value, a.GetValue()) {
-				t.Fatalf("resource %d differs", i)
-			}
-		}
-		for i, re := range resp.GetResourceErrors() {
-			if !proto.Equal(env.errors[i], re) {
-				t.Fatalf("resource error %d differs", i)
-			}
-		}
-	})
+	envelopeDifferential.Fuzz(f, responseDescriptor, envelopeSeedList(f)...)
 }
 
 // TestEnvelopeAliases: the resources of a parsed envelope are the

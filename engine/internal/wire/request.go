@@ -5,12 +5,13 @@ import (
 	"unicode/utf8"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/xdsengine/xdsengine/internal/protoscan"
 )
 
 // resourceNamesField is DiscoveryRequest.resource_names.
-const resourceNamesField protowire.Number = 3
+const resourceNamesField protoscan.Number = 3
 
 // encodedNames is the resource_names field of a type's last request, as
 // written: the names rarely change between requests (an ACK repeats them
@@ -82,12 +83,11 @@ func encodeNames(names []string) ([]byte, bool) {
 		if !utf8.ValidString(name) {
 			return nil, false
 		}
-		size += protowire.SizeTag(resourceNamesField) + protowire.SizeBytes(len(name))
+		size += protoscan.SizeTag(resourceNamesField) + protoscan.SizeBytes(len(name))
 	}
 	b := make([]byte, 0, size)
 	for _, name := range names {
-		b = protowire.AppendTag(b, resourceNamesField, protowire.BytesType)
-		b = protowire.AppendString(b, name)
+		b = protoscan.AppendStringField(b, resourceNamesField, name)
 	}
 	return b, true
 }

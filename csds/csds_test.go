@@ -23,11 +23,11 @@ import (
 	"github.com/xdsengine/xdsengine/csds"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
-	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
 	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/lds"
 	"github.com/xdsengine/xdsengine/xdstest"
+	"github.com/xdsengine/xdsengine/xdstest/watchrec"
 )
 
 func TestMain(m *testing.M) {

@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/xdsengine/xdsengine/csds"
-	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
 	"github.com/xdsengine/xdsengine/types/lds"
 	"github.com/xdsengine/xdsengine/xdstest"
+	"github.com/xdsengine/xdsengine/xdstest/watchrec"
 )
 
 // grpcurlModule is the grpcurl .ci/run installs. It is installed by

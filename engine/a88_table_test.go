@@ -12,7 +12,7 @@ import (
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
-	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
+	"github.com/xdsengine/xdsengine/xdstest/watchrec"
 )
 
 // TestA88BehaviorTable encodes every row of gRFC A88's "Summary of

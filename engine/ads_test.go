@@ -19,11 +19,11 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
-	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
-	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/registry/registrytest/testtype"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/xdstest"
+	"github.com/xdsengine/xdsengine/xdstest/watchrec"
 )
 
 // TestACKNACK checks version_info, response_nonce and error_detail of the

@@ -16,8 +16,8 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
-	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
-	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
+	"github.com/xdsengine/xdsengine/registry/registrytest/testtype"
+	"github.com/xdsengine/xdsengine/xdstest/watchrec"
 )
 
 // badCase is one malformed or hostile response. The engine watches "a"

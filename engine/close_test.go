@@ -14,9 +14,9 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
-	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
-	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/registry/registrytest/testtype"
+	"github.com/xdsengine/xdsengine/xdstest/watchrec"
 )
 
 // engineGoroutines returns the stacks of goroutines running the engine's

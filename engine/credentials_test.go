@@ -32,9 +32,9 @@ import (
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
 	"github.com/xdsengine/xdsengine/internal/testutil/testpki"
-	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
-	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
+	"github.com/xdsengine/xdsengine/registry/registrytest/testtype"
 	"github.com/xdsengine/xdsengine/transport"
+	"github.com/xdsengine/xdsengine/xdstest/watchrec"
 )
 
 // tlsConfigJSON is a "tls" channel_creds config naming files.

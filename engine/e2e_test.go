@@ -8,19 +8,37 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
-	"github.com/xdsengine/xdsengine/internal/testutil/testengine"
-	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
-	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
+	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/registry/registrytest/testtype"
+	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/xdstest"
+	"github.com/xdsengine/xdsengine/xdstest/watchrec"
 )
 
 // fastDial keeps gRPC's own reconnection backoff short.
-var fastDial = testengine.FastDial
+var fastDial = xdstest.FastReconnect
 
 // realClockEngine is an engine on the real clock with short retry delays.
 func realClockEngine(t *testing.T, addr string, mutate func(*engine.Config)) *engine.Engine {
-	return testengine.RealClock(t, addr, nodeID, mutate)
+	t.Helper()
+	cfg := engine.Config{
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: nodeID}},
+		Registry:  testtype.Registry(),
+		Transport: transport.GRPC(xdstest.FastReconnect),
+		Backoff:   func(int) time.Duration { return 20 * time.Millisecond },
+		Switches:  &features.Switches{},
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	e, err := engine.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
 }
 
 func field(t *testing.T, ev watchrec.Event, key string) any {

@@ -13,10 +13,10 @@ import (
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
 	"github.com/xdsengine/xdsengine/internal/testutil/tcpproxy"
-	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
-	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
+	"github.com/xdsengine/xdsengine/registry/registrytest/testtype"
 	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/xdstest"
+	"github.com/xdsengine/xdsengine/xdstest/watchrec"
 )
 
 // fallbackEngine is an engine on the real clock whose top-level servers

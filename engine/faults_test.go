@@ -15,8 +15,8 @@ import (
 
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
-	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
-	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
+	"github.com/xdsengine/xdsengine/registry/registrytest/testtype"
+	"github.com/xdsengine/xdsengine/xdstest/watchrec"
 )
 
 // bigResource is a test resource of about n bytes.

@@ -11,7 +11,7 @@ import (
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
-	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
+	"github.com/xdsengine/xdsengine/xdstest/watchrec"
 )
 
 // cachedFixture watches typeURL/"r" and gets version "1" of it cached.

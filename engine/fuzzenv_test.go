@@ -25,9 +25,9 @@ import (
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/fakeclock"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
-	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
-	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
+	"github.com/xdsengine/xdsengine/registry/registrytest/testtype"
 	"github.com/xdsengine/xdsengine/transport"
+	"github.com/xdsengine/xdsengine/xdstest/watchrec"
 )
 
 // The fuzz targets of this package that drive the response path share

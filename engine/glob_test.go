@@ -16,12 +16,12 @@ import (
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/graph"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
-	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/eds"
 	"github.com/xdsengine/xdsengine/types/leds"
 	"github.com/xdsengine/xdsengine/xdstest"
+	"github.com/xdsengine/xdsengine/xdstest/watchrec"
 )
 
 const (

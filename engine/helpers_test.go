@@ -17,10 +17,10 @@ import (
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/fakeclock"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
-	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
-	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/registry/registrytest/testtype"
 	"github.com/xdsengine/xdsengine/transport"
+	"github.com/xdsengine/xdsengine/xdstest/watchrec"
 )
 
 const (

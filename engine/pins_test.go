@@ -10,8 +10,8 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdsengine/xdsengine/engine"
-	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/registry/registrytest/testtype"
 )
 
 // The behaviours below sit where the engine and the stream meet; they are

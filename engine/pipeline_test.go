@@ -18,8 +18,8 @@ import (
 
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
-	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/registry/registrytest/testtype"
 )
 
 // TestLargeResponseSameWhenPipelined: with two processors, a large

@@ -5,7 +5,7 @@ import (
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
-	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
+	"github.com/xdsengine/xdsengine/registry/registrytest/testtype"
 )
 
 func TestListenerName(t *testing.T) {

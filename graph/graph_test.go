@@ -12,11 +12,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/graph"
-	"github.com/xdsengine/xdsengine/internal/testutil/testengine"
-	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/registry/registrytest/testtype"
+	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/xdstest"
 )
 
@@ -267,7 +269,23 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // realClockEngine is an engine on the real clock with short retries.
 func realClockEngine(t *testing.T, addr string, mutate func(*engine.Config)) *engine.Engine {
-	return testengine.RealClock(t, addr, nodeID, mutate)
+	t.Helper()
+	cfg := engine.Config{
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: nodeID}},
+		Registry:  testtype.Registry(),
+		Transport: transport.GRPC(xdstest.FastReconnect),
+		Backoff:   func(int) time.Duration { return 20 * time.Millisecond },
+		Switches:  &features.Switches{},
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	e, err := engine.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
 }
 
 // expectNone checks that nothing is delivered for a short while.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/graph"
-	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
 	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/registry/registrytest/testtype"
 )
 
 // shallowThing needs its dependencies but not theirs, as a gRPC server's

@@ -11,7 +11,6 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/internal/testutil/tcpproxy"
-	"github.com/xdsengine/xdsengine/internal/testutil/testengine"
 	"github.com/xdsengine/xdsengine/lrs"
 	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/types/builtin"
@@ -32,7 +31,7 @@ func TestReportToSelf(t *testing.T) {
 	mgmt.Set(xdstest.R("backend", c))
 	proxy := tcpproxy.Start(t, mgmt.Addr())
 	bs := &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(proxy.Addr())}, Node: bootstrap.Node{ID: "lrs-node"}}
-	e, err := engine.New(engine.Config{Bootstrap: bs, Registry: builtin.Registry(), Transport: transport.GRPC(testengine.FastDial)})
+	e, err := engine.New(engine.Config{Bootstrap: bs, Registry: builtin.Registry(), Transport: transport.GRPC(xdstest.FastReconnect)})
 	if err != nil {
 		t.Fatal(err)
 	}

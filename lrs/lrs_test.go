@@ -16,10 +16,10 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/internal/testutil/fakeclock"
-	"github.com/xdsengine/xdsengine/internal/testutil/testengine"
 	"github.com/xdsengine/xdsengine/lrs"
 	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/types/builtin"
+	"github.com/xdsengine/xdsengine/xdstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -178,7 +178,7 @@ func newEngine(t *testing.T, addr string) *engine.Engine {
 	e, err := engine.New(engine.Config{
 		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: "lrs-node"}},
 		Registry:  builtin.Registry(),
-		Transport: transport.GRPC(testengine.FastDial),
+		Transport: transport.GRPC(xdstest.FastReconnect),
 		Backoff:   func(int) time.Duration { return 10 * time.Millisecond },
 	})
 	if err != nil {
@@ -401,7 +401,7 @@ func TestIntervalOnEngineClock(t *testing.T) {
 	e, err := engine.New(engine.Config{
 		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: "lrs-node"}},
 		Registry:  builtin.Registry(),
-		Transport: transport.GRPC(testengine.FastDial),
+		Transport: transport.GRPC(xdstest.FastReconnect),
 		Clock:     clock,
 	})
 	if err != nil {

@@ -11,10 +11,10 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/internal/testutil/fakeclock"
-	"github.com/xdsengine/xdsengine/internal/testutil/testengine"
 	"github.com/xdsengine/xdsengine/lrs"
 	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/types/builtin"
+	"github.com/xdsengine/xdsengine/xdstest"
 )
 
 // fakeClockEngine is an engine whose only server is addr, on a fake
@@ -25,7 +25,7 @@ func fakeClockEngine(t *testing.T, addr string) (*engine.Engine, *fakeclock.Cloc
 	e, err := engine.New(engine.Config{
 		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: "lrs-node"}},
 		Registry:  builtin.Registry(),
-		Transport: transport.GRPC(testengine.FastDial),
+		Transport: transport.GRPC(xdstest.FastReconnect),
 		Clock:     clock,
 		Backoff:   func(int) time.Duration { return 10 * time.Millisecond },
 	})

@@ -8,9 +8,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/xdsengine/xdsengine/internal/testutil/testtype"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/registry/registrytest"
+	"github.com/xdsengine/xdsengine/registry/registrytest/testtype"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

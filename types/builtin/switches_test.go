@@ -12,11 +12,11 @@ import (
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
-	"github.com/xdsengine/xdsengine/internal/testutil/watchrec"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/eds"
 	"github.com/xdsengine/xdsengine/types/leds"
 	"github.com/xdsengine/xdsengine/xdstest"
+	"github.com/xdsengine/xdsengine/xdstest/watchrec"
 )
 
 // TestEndpointFallbackSwitch: GRPC_EXPERIMENTAL_XDS_ENDPOINT_FALLBACK is

@@ -13,8 +13,8 @@
 //
 // The package has no code of its own, only the test.
 //
-//	go test -race ./internal/soak/                            # CI mode, about a minute
-//	XDSENGINE_SOAK=30m go test -race -timeout 40m ./internal/soak/  # long mode
+//	go test -race ./engine/internal/soak/                            # CI mode, about a minute
+//	XDSENGINE_SOAK=30m go test -race -timeout 40m ./engine/internal/soak/  # long mode
 //
 // Every run prints its seed; XDSENGINE_SOAK_SEED replays the same faults
 // (their order, kinds, targets and lengths, not the exact interleaving

@@ -33,8 +33,20 @@ func (c *channel) applyLocked(p wire.Part) {
 		c.beginApplyLocked()
 	}
 	keys := c.e.keyLookup(r.TypeURL)
+	last := c.order[r.TypeURL]
 	for i := range p.Resources {
-		c.applyResourceLocked(r, &p.Resources[i], &keys)
+		res := &p.Resources[i]
+		// A SotW server sends its resources in one order, response after
+		// response: the entry at this place last time is most likely
+		// this one's, found without a lookup.
+		var en *entry
+		if n := len(c.nextOrder); n < len(last) && last[n] != nil && !last[n].removed && last[n].name == res.Key {
+			en = last[n]
+		} else {
+			_, en = keys.entry(res.Key)
+		}
+		c.nextOrder = append(c.nextOrder, en)
+		c.applyResourceLocked(r, res, en)
 	}
 	if p.Last {
 		c.finishLocked(r)
@@ -44,9 +56,8 @@ func (c *channel) applyLocked(p wire.Part) {
 // applyResourceLocked applies one resource: a valid one updates the
 // cache, an invalid one is a data error. One sent again unchanged, the
 // bytes the entry holds, only takes the new version.
-func (c *channel) applyResourceLocked(r *wire.Response, res *wire.Resource, keys *keyLookup) {
+func (c *channel) applyResourceLocked(r *wire.Response, res *wire.Resource, en *entry) {
 	e := c.e
-	_, en := keys.entry(res.Key)
 	if en == nil {
 		c.applyMemberLocked(r.TypeURL, res.Key, res.Value, res.Version, res.Err)
 		return
@@ -79,6 +90,7 @@ func (c *channel) holdsLocked(en *entry, raw []byte) bool {
 // beginApplyLocked starts the count and the mark of the entries a
 // response names.
 func (c *channel) beginApplyLocked() {
+	c.nextOrder = c.nextOrder[:0]
 	c.e.coverMarks++
 	c.applyingShape, c.applyingCovered, c.applyingMark = c.e.shapeGen, 0, c.e.coverMarks
 	c.applyingActive = c.e.activeGen
@@ -130,6 +142,7 @@ func (c *channel) finishLocked(r *wire.Response) {
 	if r.Accepted {
 		c.versions[r.TypeURL] = r.Version
 	}
+	c.order[r.TypeURL], c.nextOrder = c.nextOrder, c.order[r.TypeURL]
 	if c.reconnected {
 		c.clearConnectivityErrorsLocked(r.Gate)
 	}

@@ -90,6 +90,9 @@ type entry struct {
 	watchers []*watch
 	// orphaned: no watcher, waiting for a request without it to be sent.
 	orphaned bool
+	// removed: taken out of the cache, for good (a channel's order may
+	// still point at it).
+	removed bool
 
 	value   registry.Resource // nil when nothing usable is cached
 	raw     []byte            // serialized form of value

@@ -58,6 +58,11 @@ type channel struct {
 	applyingShape, applyingActive uint64
 	applyingCovered               int
 	applyingMark                  uint64
+	// order is, per type, the entries of the last response's resources
+	// in the order they came, and nextOrder the response's being applied:
+	// where the next response's resources most likely are.
+	order     map[string][]*entry
+	nextOrder []*entry
 	// globsTouched are the glob collections the response being applied
 	// changed (glob.go).
 	globsTouched map[*entry]bool
@@ -86,6 +91,7 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 		auths:      make(map[*authority]struct{}),
 		subscribed: make(map[string]*subscribedNames),
 		versions:   make(map[string]string),
+		order:      make(map[string][]*entry),
 	}
 	c.serverInfo = registry.ServerInfo{URI: s.URI, Features: fs, Delta: c.delta}
 	var ignored []string

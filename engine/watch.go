@@ -18,6 +18,14 @@ type watch struct {
 	canceled atomic.Bool
 }
 
+// watchedEntry is a watch with the entry it makes if its resource is not
+// watched yet: one allocation rather than two, since most entries are
+// made by a watch. A later watcher of the entry leaves its own unused.
+type watchedEntry struct {
+	first watch
+	entry entry
+}
+
 // op is a Watch or cancel call, queued for whoever holds the engine's
 // lock to apply (Engine.do): a call never waits for a response to be
 // applied, and takes effect between its parts.
@@ -26,6 +34,7 @@ type op struct {
 	typ    *registry.ResourceType
 	a      *authority
 	key    string
+	made   *entry // the entry to use if the resource is not watched yet
 	cancel bool
 }
 
@@ -58,8 +67,9 @@ func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) 
 		e.failWatch(w, werr)
 		return func() {}
 	}
-	h := &watch{w: w}
-	e.do(op{h: h, typ: typ, a: a, key: key})
+	we := &watchedEntry{first: watch{w: w}}
+	h := &we.first
+	e.do(op{h: h, typ: typ, a: a, key: key, made: &we.entry})
 	return func() {
 		if h.canceled.CompareAndSwap(false, true) {
 			e.do(op{h: h, cancel: true})
@@ -85,11 +95,11 @@ func (e *Engine) applyOpLocked(o op) {
 	if o.cancel {
 		e.cancelLocked(o.h)
 	} else if !o.h.canceled.Load() {
-		e.watchLocked(o.h, o.typ, o.a, o.key)
+		e.watchLocked(o.h, o.typ, o.a, o.key, o.made)
 	}
 }
 
-func (e *Engine) watchLocked(h *watch, typ *registry.ResourceType, a *authority, key string) {
+func (e *Engine) watchLocked(h *watch, typ *registry.ResourceType, a *authority, key string, made *entry) {
 	typeURL := typ.TypeURL
 	byName := a.resources[typeURL]
 	if byName == nil {
@@ -100,7 +110,8 @@ func (e *Engine) watchLocked(h *watch, typ *registry.ResourceType, a *authority,
 	en := byName[key]
 	created := en == nil
 	if created {
-		en = &entry{typ: typ, name: key, auth: a, order: a.marked[typeURL]}
+		en = made
+		*en = entry{typ: typ, name: key, auth: a, order: a.marked[typeURL]}
 		byName[key] = en
 		en.order.pushBack(en)
 		e.shapeGen++
@@ -197,6 +208,7 @@ func (e *Engine) removeEntryLocked(en *entry) {
 		return
 	}
 	delete(byName, en.name)
+	en.removed = true
 	en.order.remove(en)
 	e.shapeGen++
 	if len(byName) == 0 {

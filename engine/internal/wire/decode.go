@@ -268,39 +268,29 @@ func (d *decoding) end() {
 	complete := d.finished && d.resp.Complete && d.typ.AllResourcesRequiredInSotW
 	d.tm.end(d.sotw, d.sotw && complete, d.subscribed)
 	d.memo.mu.Unlock()
-	d.s.releaseCandidates(d.cands)
+	releaseCandidates(d.cands)
 }
 
-// maxScratch bounds the responses, in resources, whose working memory a
-// stream keeps for the next: a response of 1,000 resources needs some
-// 180 KB of candidates, which are then not allocated again for every
-// response, while what a stream keeps stays bounded. Larger arrays go to
-// a pool that every stream shares and the collector empties: a stream
-// that keeps receiving 100,000 resources reuses them, rather than having
-// 18 MB zeroed and faulted in for each response.
-const maxScratch = 8192
-
-var largeCandidates, largeEnvelopes sync.Pool // of *[]candidate, *[]rawAny
+// A response's working memory (the envelope's resources, the candidates)
+// comes from pools every stream shares, and the collector empties when it
+// stays unused: a stream's next response, or a new stream's first (after
+// a reconnect, or another engine's), reuses arrays sized already, rather
+// than having 180 KB zeroed and grown for 1,000 resources, or 18 MB for
+// 100,000.
+var candidateArrays, envelopeArrays sync.Pool // of *[]candidate, *[]rawAny
 
 // candidates returns n zeroed candidates.
-func (s *stream) candidates(n int) []candidate {
-	if n > maxScratch {
-		if p, _ := largeCandidates.Get().(*[]candidate); p != nil && cap(*p) >= n {
-			return (*p)[:n]
-		}
-		return make([]candidate, n)
+func candidates(n int) []candidate {
+	if p, _ := candidateArrays.Get().(*[]candidate); p != nil && cap(*p) >= n {
+		return (*p)[:n]
 	}
-	if cap(s.cands) < n {
-		s.cands = make([]candidate, n, max(n, 64))
-	}
-	return s.cands[:n]
+	return make([]candidate, n, max(n, 64))
 }
 
 // releaseCandidates drops what a response's candidates referenced, and
-// keeps a large array for the next large response.
-func (s *stream) releaseCandidates(cands []candidate) {
+// gives their array back.
+func releaseCandidates(cands []candidate) {
 	clear(cands)
-	if cap(cands) > maxScratch {
-		largeCandidates.Put(&cands)
-	}
+	cands = cands[:0]
+	candidateArrays.Put(&cands)
 }

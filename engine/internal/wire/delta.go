@@ -33,7 +33,7 @@ func (delta) read(s *stream, b []byte) (*decoding, error) {
 		return &decoding{resp: resp}, nil
 	}
 	resp.Type = typ
-	cands := s.candidates(len(m.GetResources()))
+	cands := candidates(len(m.GetResources()))
 	for i, res := range m.GetResources() {
 		c := &cands[i]
 		c.wrapper, c.Raw, c.Version, c.Err = deltaResource(typ, res)

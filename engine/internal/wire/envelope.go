@@ -235,27 +235,19 @@ func unwrapResource(typeURL string, res *rawAny) (wrapperName string, raw []byte
 
 const resourceWrapperTypeURL = "type.googleapis.com/envoy.service.discovery.v3.Resource"
 
-// envelopeArray returns the array to read the next envelope's resources
-// into: the stream's, or a large one another response left, or none
-// (parseEnvelope then sizes one).
-func (s *stream) envelopeArray() []rawAny {
-	if cap(s.envelope) == 0 {
-		if p, _ := largeEnvelopes.Get().(*[]rawAny); p != nil {
-			return (*p)[:0]
-		}
+// envelopeArray returns an array to read an envelope's resources into,
+// with no length (parseEnvelope sizes a new one when it has no room).
+func envelopeArray() []rawAny {
+	if p, _ := envelopeArrays.Get().(*[]rawAny); p != nil {
+		return (*p)[:0]
 	}
-	return s.envelope
+	return nil
 }
 
-// keepEnvelope keeps the array of an envelope's resources for the next
-// response, without the slices of this one; a large one goes to the pool.
-func (s *stream) keepEnvelope(resources []rawAny) {
+// releaseEnvelope gives an envelope's array back, without the slices of
+// the response it held.
+func releaseEnvelope(resources []rawAny) {
 	clear(resources)
-	if cap(resources) > maxScratch {
-		resources = resources[:0]
-		largeEnvelopes.Put(&resources)
-		s.envelope = nil
-		return
-	}
-	s.envelope = resources[:0]
+	resources = resources[:0]
+	envelopeArrays.Put(&resources)
 }

@@ -50,6 +50,20 @@ type typeMemo struct {
 	gen uint64
 	// named counts the entries the response under way named.
 	named int
+	// spare are entries allocated together and handed out one by one: a
+	// first response of 1,000 resources makes 16 allocations for them,
+	// not 1,000. A batch lives while one of its entries does.
+	spare []memoEntry
+}
+
+func (tm *typeMemo) newEntry(key string) *memoEntry {
+	if len(tm.spare) == 0 {
+		tm.spare = make([]memoEntry, 64)
+	}
+	e := &tm.spare[0]
+	tm.spare = tm.spare[1:]
+	e.key = key
+	return e
 }
 
 // memoEntry is one resource as decoded: a value or an error.
@@ -167,7 +181,7 @@ func (tm *typeMemo) record(c *candidate, i int, key string, hit bool) bool {
 		tm.named++
 		return true
 	case e == nil:
-		e = &memoEntry{key: key}
+		e = tm.newEntry(key)
 		tm.byKey[key] = e
 		fallthrough
 	default:

@@ -16,7 +16,7 @@ import (
 type sotw struct{}
 
 func (sotw) read(s *stream, b []byte) (*decoding, error) {
-	env, err := parseEnvelope(b, s.envelopeArray())
+	env, err := parseEnvelope(b, envelopeArray())
 	if err != nil {
 		// proto.Unmarshal says why, in the words NACKs have always used.
 		resp := &discoverypb.DiscoveryResponse{}
@@ -25,7 +25,7 @@ func (sotw) read(s *stream, b []byte) (*decoding, error) {
 		}
 		env = envelopeOf(resp)
 	}
-	defer s.keepEnvelope(env.resources)
+	defer releaseEnvelope(env.resources)
 	s.cfg.Log.Debug("xDS response received", "server", s.cfg.Server.URI, "type", env.typeURL, "version", env.version,
 		"nonce", env.nonce, "resources", len(env.resources), "resource_errors", len(env.errors))
 	resp := &Response{TypeURL: env.typeURL, Version: env.version, Received: s.cfg.Clock.Now()}
@@ -34,7 +34,7 @@ func (sotw) read(s *stream, b []byte) (*decoding, error) {
 		return &decoding{resp: resp}, nil
 	}
 	resp.Type = typ
-	cands := s.candidates(len(env.resources))
+	cands := candidates(len(env.resources))
 	// A bare resource of the response's type, nearly every one, is taken
 	// as it is. Resources of one type URL share its slice (rawAny), so
 	// the type URL is compared with typ's once per slice, not once per

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -53,10 +54,7 @@ type stream struct {
 
 	// Only the receiving goroutine touches these:
 	sawResponse bool
-	// cands and envelope are working memory, kept for the next response.
-	cands      []candidate
-	envelope   []rawAny
-	decodeOpts registry.DecodeOptions
+	decodeOpts  registry.DecodeOptions
 }
 
 // typeState is a stream's state for one resource type.
@@ -298,6 +296,13 @@ func (s *stream) trackLocked(st *typeState, sub Subscription) {
 	st.timeout = sub.Timeout
 	if n := len(sub.Added); n > len(st.spare) {
 		st.spare = make([]subscription, n)
+		// A burst of watches adds most of its names at once: the map is
+		// sized for them, rather than grown step by step.
+		if want := len(st.subs) + n; want > 2*len(st.subs)+64 {
+			grown := make(map[string]*subscription, want)
+			maps.Copy(grown, st.subs)
+			st.subs = grown
+		}
 	}
 	awaited := sub.Awaited
 	for _, name := range sub.Added {

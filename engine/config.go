@@ -76,6 +76,11 @@ type Config struct {
 	// request of each stream. Empty means "xdsengine" and the module
 	// version.
 	UserAgentName, UserAgentVersion string
+	// Store, when set, keeps what the engine accepts, and serves it when
+	// no server of an authority answers: a process restarted during an
+	// outage starts from its last good configuration (see [Store]).
+	// Nil keeps nothing.
+	Store Store
 	// IgnoreCertificateProviders stops the check that every certificate
 	// provider instance a Cluster or Listener names is in the bootstrap's
 	// certificate_providers (gRFC A29), which gRPC always makes: such

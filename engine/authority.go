@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -152,22 +151,6 @@ func (e *Engine) lookupEntryLocked(typeURL, name string) (*authority, *entry) {
 		return nil, nil
 	}
 	return a, a.resources[typeURL][key]
-}
-
-// entryByNameLocked is lookupEntryLocked for a name still in the bytes it
-// was read from: an old-style name, or an xdstp name that is its own key,
-// is looked up without copying it.
-func (e *Engine) entryByNameLocked(typeURL string, name []byte) *entry {
-	if !bytes.HasPrefix(name, []byte("xdstp:")) {
-		return e.oldStyle.resources[typeURL][string(name)]
-	}
-	// A plain canonical name is its own key (resolveName); the others
-	// are copied to be parsed.
-	if a := plainAuthority(e, typeURL, name); a != nil {
-		return a.resources[typeURL][string(name)]
-	}
-	_, en := e.lookupEntryLocked(typeURL, string(name))
-	return en
 }
 
 func (e *Engine) allAuthoritiesLocked() []*authority {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -451,10 +450,4 @@ func (s *stream) unreadable(b []byte, perr error, gate *Gate) {
 // the same length), which makes a comparison of their elements needless.
 func sameSlice[T any](a, b []T) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
-
-// sameNames reports whether a request naming cur would name what the last
-// one named.
-func sameNames(st *typeState, cur []string) bool {
-	return sameSlice(st.last, cur) || slices.Equal(st.last, cur)
 }

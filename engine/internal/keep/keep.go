@@ -1,0 +1,156 @@
+// Package keep is the engine's side of its last-known-good store
+// (engine.Config.Store): it gathers what the engine accepted, keeps only
+// the latest change per resource, and writes it from a goroutine of its
+// own, in one change set per interval at most, so that a push of 1,000
+// changed resources costs the response path a map write each and the
+// store one transaction, however many pushes come meanwhile. It knows
+// nothing of the engine's types: the engine hands it a function that
+// writes a change set.
+package keep
+
+import (
+	"sync"
+	"time"
+)
+
+// Key names a resource in the store.
+type Key struct{ Authority, TypeURL, Name string }
+
+// Change is the latest state of one resource to write: its bytes, or,
+// with Delete, its removal.
+type Change struct {
+	Key
+	Server, Version string
+	Raw             []byte
+	Received        time.Time
+	Delete          bool
+}
+
+// Writer gathers changes and writes them in batches.
+type Writer struct {
+	apply    func([]Change) error
+	failed   func(error)
+	interval time.Duration
+
+	mu      sync.Mutex
+	pending map[Key]Change
+	closed  bool
+	wake    chan struct{}
+	stop    chan struct{} // closed by Close
+	done    chan struct{} // closed when the writer has stopped
+	// Flush's bookkeeping: a flush wants the changes put before it
+	// written; written says how far the writer got, and err how the last
+	// change set went.
+	wanted, written uint64
+	err             error
+	flushed         *sync.Cond
+}
+
+// NewWriter starts a writer: apply writes a change set, failed hears of
+// a failed one (whose changes are kept for the next), and interval is
+// the least time between two change sets.
+func NewWriter(apply func([]Change) error, failed func(error), interval time.Duration) *Writer {
+	w := &Writer{apply: apply, failed: failed, interval: interval, pending: make(map[Key]Change),
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	w.flushed = sync.NewCond(&w.mu)
+	go w.run()
+	return w
+}
+
+// Put records a change; the latest change of a resource wins.
+func (w *Writer) Put(c Change) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.pending[c.Key] = c
+	w.signal()
+}
+
+func (w *Writer) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *Writer) run() {
+	defer close(w.done)
+	for {
+		select {
+		case <-w.wake:
+		case <-w.stop:
+		}
+		if !w.writeOnce() {
+			return
+		}
+		// At most one change set per interval: what comes meanwhile is
+		// gathered, and only its latest state written.
+		select {
+		case <-time.After(w.interval):
+		case <-w.stop:
+		}
+	}
+}
+
+// writeOnce writes what is pending, and reports whether to go on.
+func (w *Writer) writeOnce() bool {
+	w.mu.Lock()
+	batch := make([]Change, 0, len(w.pending))
+	for _, c := range w.pending {
+		batch = append(batch, c)
+	}
+	clear(w.pending)
+	wanted, closed := w.wanted, w.closed
+	w.mu.Unlock()
+	var err error
+	if len(batch) > 0 {
+		err = w.apply(batch)
+	}
+	w.mu.Lock()
+	if err != nil && !closed {
+		// Kept for the next set, unless a later change replaced it.
+		for _, c := range batch {
+			if _, newer := w.pending[c.Key]; !newer {
+				w.pending[c.Key] = c
+			}
+		}
+	}
+	w.written, w.err = wanted, err
+	w.flushed.Broadcast()
+	w.mu.Unlock()
+	if err != nil && w.failed != nil {
+		w.failed(err)
+	}
+	return !closed
+}
+
+// Flush writes every change put before it, at once, and returns how the
+// change set went.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return w.err
+	}
+	w.wanted++
+	want := w.wanted
+	w.signal()
+	for w.written < want && !w.closed {
+		w.flushed.Wait()
+	}
+	return w.err
+}
+
+// Close writes what is pending, once, and stops the writer.
+func (w *Writer) Close() {
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.stop)
+		w.flushed.Broadcast()
+	}
+	w.mu.Unlock()
+	<-w.done
+}

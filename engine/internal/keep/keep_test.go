@@ -1,0 +1,124 @@
+package keep
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// store records the change sets it is given, and fails while fail is set.
+type store struct {
+	mu   sync.Mutex
+	sets [][]Change
+	fail bool
+}
+
+func (s *store) apply(cs []Change) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail {
+		return errors.New("disk full")
+	}
+	s.sets = append(s.sets, slices.Clone(cs))
+	return nil
+}
+
+func (s *store) names() [][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out [][]string
+	for _, set := range s.sets {
+		var names []string
+		for _, c := range set {
+			name := c.Name + "@" + c.Version
+			if c.Delete {
+				name = c.Name + "-"
+			}
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		out = append(out, names)
+	}
+	return out
+}
+
+func put(w *Writer, name, version string) {
+	w.Put(Change{Key: Key{TypeURL: "t", Name: name}, Version: version, Raw: []byte(version)})
+}
+
+// TestLatestChangeWins: changes gathered between two change sets are
+// written once each, in their latest state; a deletion is a change too.
+func TestLatestChangeWins(t *testing.T) {
+	s := &store{}
+	w := NewWriter(s.apply, nil, time.Hour)
+	defer w.Close()
+	if err := w.Flush(); err != nil { // the writer now waits out its interval
+		t.Fatal(err)
+	}
+	put(w, "a", "1")
+	put(w, "a", "2")
+	put(w, "b", "1")
+	w.Put(Change{Key: Key{TypeURL: "t", Name: "b"}, Delete: true})
+	put(w, "c", "1")
+	w.Close()
+	got := s.names()
+	if len(got) != 1 || strings.Join(got[0], " ") != "a@2 b- c@1" {
+		t.Fatalf("change sets %v, want one: [a@2 b- c@1]", got)
+	}
+}
+
+// TestFailedSetIsKept: a change set that fails is written with the next,
+// unless a later change of a resource replaced its own; the failure is
+// reported.
+func TestFailedSetIsKept(t *testing.T) {
+	s := &store{fail: true}
+	var failures []error
+	w := NewWriter(s.apply, func(err error) { failures = append(failures, err) }, time.Millisecond)
+	put(w, "a", "1")
+	put(w, "b", "1")
+	if err := w.Flush(); err == nil {
+		t.Fatal("Flush of a failing store reported no error")
+	}
+	put(w, "b", "2")
+	s.mu.Lock()
+	s.fail = false
+	s.mu.Unlock()
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if got := s.names(); len(got) != 1 || strings.Join(got[0], " ") != "a@1 b@2" {
+		t.Fatalf("change sets %v, want one: [a@1 b@2]", got)
+	}
+	if len(failures) == 0 {
+		t.Fatal("the failure was not reported")
+	}
+}
+
+// TestCloseWritesWhatIsPending: Close writes what was put, at once, even
+// in the middle of an interval; a Put after Close is dropped.
+func TestCloseWritesWhatIsPending(t *testing.T) {
+	s := &store{}
+	w := NewWriter(s.apply, nil, time.Hour)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	put(w, "a", "1")
+	start := time.Now()
+	w.Close()
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("Close took %v", d)
+	}
+	put(w, "b", "1")
+	w.Close()
+	if got := s.names(); len(got) != 1 || strings.Join(got[0], " ") != "a@1" {
+		t.Fatalf("change sets %v, want one: [a@1]", got)
+	}
+}

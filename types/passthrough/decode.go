@@ -17,7 +17,8 @@ type decoder struct {
 	mt        protoreflect.MessageType
 	nameField protoreflect.FieldDescriptor // nil: the wrapper names resources
 	naming    naming
-	refs      func(proto.Message) []registry.Ref
+	refs      func(proto.Message, *reach) []registry.Ref
+	refReach  *reach
 }
 
 // Decode unmarshals raw into the type's message and names it. It checks
@@ -31,11 +32,18 @@ func (d *decoder) Decode(raw []byte, opts registry.DecodeOptions) (registry.Deco
 	if name == "" {
 		return registry.DecodeResult{}, d.unnamed()
 	}
-	r := &Resource{typeURL: d.url, name: name, msg: m, raw: opts.KeepRaw(raw)}
-	if d.refs != nil {
-		r.refs = d.refs(m)
-	}
+	r := &Resource{typeURL: d.url, name: name, msg: m, raw: opts.KeepRaw(raw), dec: d}
 	return registry.DecodeResult{Name: name, Resource: r}, nil
+}
+
+// refsOf returns what m refers to. Resources compute it on first use:
+// only a dependency graph asks, and a relay, which builds none, should not
+// unpack the Anys a second time (the validator does once).
+func (d *decoder) refsOf(m proto.Message) []registry.Ref {
+	if d.refs == nil {
+		return nil
+	}
+	return d.refs(m, d.refReach)
 }
 
 // nameOf returns the name of a decoded resource.

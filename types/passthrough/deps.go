@@ -47,20 +47,21 @@ func (s *refSet) add(typeURL, name string) {
 	s.refs = append(s.refs, ref)
 }
 
-// listenerRefs: the RouteConfigurations its HTTP connection managers
-// fetch with RDS, or that their inline scopes name; the secrets its
-// transport sockets (and any extension in it) fetch with SDS; the
-// extension configs its filters fetch with ECDS.
-func listenerRefs(m proto.Message) []registry.Ref {
+// nestedRefs are a Listener's (or an ECDS extension config's): the
+// RouteConfigurations its HTTP connection managers fetch with RDS, or
+// that their inline scopes name; the secrets its transport sockets (and
+// any extension in it) fetch with SDS; the extension configs its filters
+// fetch with ECDS.
+func nestedRefs(m proto.Message, r *reach) []registry.Ref {
 	var s refSet
-	walk(m.ProtoReflect(), &refFinder{set: &s})
+	walk(m.ProtoReflect(), r, &refFinder{set: &s})
 	return s.refs
 }
 
 // clusterRefs: the ClusterLoadAssignment of an EDS cluster, the clusters
 // of an aggregate cluster, and the secrets and extension configs it
 // fetches, as for a Listener.
-func clusterRefs(m proto.Message) []registry.Ref {
+func clusterRefs(m proto.Message, r *reach) []registry.Ref {
 	c, ok := m.(*clusterpb.Cluster)
 	if !ok {
 		return nil
@@ -78,14 +79,14 @@ func clusterRefs(m proto.Message) []registry.Ref {
 			s.add(ClusterLoadAssignmentTypeURL, name)
 		}
 	}
-	walk(m.ProtoReflect(), &refFinder{set: &s})
+	walk(m.ProtoReflect(), r, &refFinder{set: &s})
 	return s.refs
 }
 
 // assignmentRefs: the LEDS collections its localities take their
 // endpoints from. A glob collection ("xdstp://.../*") is a set of
 // LbEndpoint resources; any other name is an LbEndpointCollection.
-func assignmentRefs(m proto.Message) []registry.Ref {
+func assignmentRefs(m proto.Message, _ *reach) []registry.Ref {
 	var s refSet
 	for _, loc := range m.(*endpointpb.ClusterLoadAssignment).GetEndpoints() {
 		cfg := loc.GetLedsClusterLocalityConfig()
@@ -101,6 +102,19 @@ func assignmentRefs(m proto.Message) []registry.Ref {
 	}
 	return s.refs
 }
+
+// refHolders are the messages refFinder reads references from.
+var refHolders = []protoreflect.FullName{
+	fullName((*hcmpb.HttpConnectionManager)(nil)),
+	fullName((*tlspb.SdsSecretConfig)(nil)),
+	fullName((*aggregatepb.ClusterConfig)(nil)),
+	fullName((*listenerpb.Filter)(nil)),
+	fullName((*listenerpb.ListenerFilter)(nil)),
+	fullName((*hcmpb.HttpFilter)(nil)),
+	fullName((*clusterpb.Filter)(nil)),
+}
+
+func fullName(m proto.Message) protoreflect.FullName { return m.ProtoReflect().Descriptor().FullName() }
 
 // refFinder is the visitor that finds the references a Listener or a
 // Cluster makes in its messages, wherever they are nested.

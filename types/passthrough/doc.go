@@ -109,15 +109,18 @@
 //     clusters, and its secrets and ECDS filters as for a Listener.
 //   - ClusterLoadAssignment: the LEDS collection of each locality, an
 //     LbEndpoint glob collection or an LbEndpointCollection.
+//   - TypedExtensionConfig: what its config names, as for a Listener (the
+//     secrets of an OAuth2 filter, say).
 //
 // Not followed: SRDS (HTTP connection managers with scoped_rds subscribe
 // to every ScopedRouteConfiguration, which no name says, and a scope's
 // RouteConfiguration is fetched through its connection manager's source,
 // which the scope does not say), VHDS (on demand), the clusters a
 // RouteConfiguration routes to (Envoy has them all from CDS), on-demand
-// CDS, and references inside Anys whose types are not linked. A Secret,
-// Runtime, TypedExtensionConfig or a type made by [Type] for another URL
-// has no dependencies.
+// CDS, and references inside Anys whose types are not linked. A
+// RouteConfiguration, ScopedRouteConfiguration, VirtualHost, Secret,
+// Runtime, LEDS resource or a type made by [Type] for another URL has no
+// dependencies.
 //
 // No client features are advertised for these types: what a relay's
 // clients understand is for the relay to say in its node.

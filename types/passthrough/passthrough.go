@@ -70,11 +70,11 @@ type envoyType struct {
 	// allRequired: LDS and CDS, the two types the xDS protocol makes
 	// "state of the world" in every SotW response.
 	allRequired bool
-	refs        func(proto.Message) []registry.Ref
+	refs        func(proto.Message, *reach) []registry.Ref
 }
 
 var envoyTypes = []envoyType{
-	{url: ListenerTypeURL, short: "Listener", allRequired: true, refs: listenerRefs},
+	{url: ListenerTypeURL, short: "Listener", allRequired: true, refs: nestedRefs},
 	{url: RouteConfigurationTypeURL, short: "RouteConfiguration"},
 	{url: ScopedRouteConfigurationTypeURL, short: "ScopedRouteConfiguration"},
 	{url: VirtualHostTypeURL, short: "VirtualHost", naming: byWrapper},
@@ -84,7 +84,7 @@ var envoyTypes = []envoyType{
 	{url: LbEndpointCollectionTypeURL, short: "LbEndpointCollection"},
 	{url: SecretTypeURL, short: "Secret"},
 	{url: RuntimeTypeURL, short: "Runtime"},
-	{url: ExtensionConfigTypeURL, short: "TypedExtensionConfig"},
+	{url: ExtensionConfigTypeURL, short: "TypedExtensionConfig", refs: nestedRefs},
 	{url: ThriftRouteConfigurationTypeURL, short: "ThriftRouteConfiguration"},
 }
 
@@ -119,12 +119,20 @@ func Registry() *registry.Registry {
 // is not "all resources required", whose name field is a top-level
 // string field called "name" if the message has one.
 func Type(typeURL string) (registry.ResourceType, error) {
-	for _, et := range envoyTypes {
-		if et.url == typeURL {
-			return newType(et)
+	et := envoyType{url: typeURL}
+	for _, known := range envoyTypes {
+		if known.url == typeURL {
+			et = known
 		}
 	}
-	return newType(envoyType{url: typeURL})
+	rt, err := newType(et)
+	if err != nil {
+		return rt, err
+	}
+	if _, err := registry.New(rt); err != nil { // a malformed URL
+		return registry.ResourceType{}, fmt.Errorf("passthrough: %w", err)
+	}
+	return rt, nil
 }
 
 func newType(et envoyType) (registry.ResourceType, error) {
@@ -136,7 +144,7 @@ func newType(et envoyType) (registry.ResourceType, error) {
 		return registry.ResourceType{}, fmt.Errorf("passthrough: type %s: %w", et.url, err)
 	}
 	d := &decoder{url: et.url, mt: mt, short: et.short, naming: et.naming, refs: et.refs,
-		nameField: nameFieldOf(mt.Descriptor(), et.nameField)}
+		nameField: nameFieldOf(mt.Descriptor(), et.nameField), refReach: newReach(refHolders...)}
 	if d.short == "" {
 		d.short = string(mt.Descriptor().Name())
 	}
@@ -145,7 +153,7 @@ func newType(et envoyType) (registry.ResourceType, error) {
 		Name:                       et.short,
 		AllResourcesRequiredInSotW: et.allRequired,
 		Decoder:                    d,
-		Validator:                  registry.ValidatorFunc(validate),
+		Validator:                  &validator{reach: newReach()},
 	}
 	if et.refs != nil {
 		rt.Dependencies = registry.DependencyFunc(dependencies)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
@@ -21,7 +22,10 @@ type Resource struct {
 	name    string
 	msg     proto.Message
 	raw     []byte
-	refs    []registry.Ref
+	dec     *decoder
+
+	refsOnce sync.Once
+	refs     []registry.Ref
 }
 
 // TypeURL returns the type URL of the resource's message.
@@ -87,13 +91,13 @@ func (r *Resource) String() string {
 	return fmt.Sprintf("%s %q (%d bytes)", r.msg.ProtoReflect().Descriptor().Name(), r.name, len(r.raw))
 }
 
-// dependencies is the DependencyExtractor of the types that have one:
-// the refs found when the resource was decoded.
+// dependencies is the DependencyExtractor of the types that have one.
 func dependencies(r registry.Resource) []registry.Ref {
 	res, ok := r.(*Resource)
-	if !ok || res == nil {
+	if !ok || res == nil || res.dec == nil {
 		return nil
 	}
+	res.refsOnce.Do(func() { res.refs = res.dec.refsOf(res.msg) })
 	return slices.Clone(res.refs)
 }
 

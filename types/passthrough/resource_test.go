@@ -3,7 +3,9 @@ package passthrough_test
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -175,10 +177,12 @@ func TestType(t *testing.T) {
 		{typeURL: passthrough.SecretTypeURL, wantNameField: 1},
 		{typeURL: passthrough.VirtualHostTypeURL},
 		{typeURL: passthrough.LbEndpointCollectionTypeURL},
+		{typeURL: passthrough.ExtensionConfigTypeURL, wantNameField: 1, wantDeps: true},
 		// Messages of no Envoy resource type: a name field, or none.
 		{typeURL: "type.googleapis.com/envoy.config.core.v3.Extension", wantNameField: 1},
 		{typeURL: "type.googleapis.com/google.protobuf.UInt32Value"},
 		{typeURL: "type.googleapis.com/example.NotLinked", wantErr: passthrough.ErrUnknownMessage},
+		{typeURL: "envoy.config.cluster.v3.Cluster", wantErr: registry.ErrBadTypeURL},
 	} {
 		t.Run(tc.typeURL, func(t *testing.T) {
 			rt, err := passthrough.Type(tc.typeURL)
@@ -261,4 +265,34 @@ func TestManyViolations(t *testing.T) {
 	if err == nil || !strings.HasSuffix(err.Error(), "and 938 more errors") || len(err.Error()) > 5000 {
 		t.Fatalf("Decode error (%d bytes) = %.200v...; want %d errors listed and the rest counted", len(err.Error()), err, registry.MaxFieldErrors)
 	}
+}
+
+// TestConcurrentUse: a resource is shared by every watcher, and a type by
+// every stream's decoders: dependencies (computed on first use) and
+// validation (whose walk plans are learned on first use) may be asked
+// for at once. Run with -race.
+func TestConcurrentUse(t *testing.T) {
+	reg := passthrough.Registry()
+	rt, _ := reg.Lookup(passthrough.ListenerTypeURL)
+	raw := marshal(t, gatewayListener())
+	res, err := rt.Decoder.Decode(raw, registry.DecodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// In the order the listener names them: filters (field 3) before the
+	// transport socket (6), a connection manager's routes before its
+	// filters.
+	want := []registry.Ref{rdsRef("https.443.shop.gateway"), ref(passthrough.ExtensionConfigTypeURL, "istio.wasm.auth"), secretRef("kubernetes://shop-cred")}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if err := rt.Validator.Validate(res.Resource, registry.DecodeOptions{}); err != nil {
+				t.Errorf("Validate: %v", err)
+			}
+			if got := rt.Refs(res.Resource); !slices.Equal(got, want) {
+				t.Errorf("Refs = %v, want %v", got, want)
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -11,9 +11,11 @@ import (
 	listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	aggregatepb "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
+	oauth2pb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/oauth2/v3"
 	hcmpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlspb "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	runtimepb "github.com/envoyproxy/go-control-plane/envoy/service/runtime/v3"
+	matcherpb "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -63,6 +65,26 @@ func withHCM(l *listenerpb.Listener, f func(*hcmpb.HttpConnectionManager)) *list
 	f(h)
 	l.FilterChains[0].Filters[0].ConfigType = &listenerpb.Filter_TypedConfig{TypedConfig: mustAny(h)}
 	return l
+}
+
+// oauth2Filter is an OAuth2 filter whose client secret and HMAC key come
+// from SDS over ADS.
+func oauth2Filter() *oauth2pb.OAuth2 {
+	endpoint := func(uri string) *corepb.HttpUri {
+		return &corepb.HttpUri{Uri: uri, HttpUpstreamType: &corepb.HttpUri_Cluster{Cluster: "idp"}, Timeout: durationpb.New(time.Second)}
+	}
+	return &oauth2pb.OAuth2{Config: &oauth2pb.OAuth2Config{
+		TokenEndpoint:         endpoint("https://idp.example.com/token"),
+		AuthorizationEndpoint: "https://idp.example.com/authorize",
+		Credentials: &oauth2pb.OAuth2Credentials{
+			ClientId:       "shop",
+			TokenSecret:    &tlspb.SdsSecretConfig{Name: "oauth-token", SdsConfig: ads()},
+			TokenFormation: &oauth2pb.OAuth2Credentials_HmacSecret{HmacSecret: &tlspb.SdsSecretConfig{Name: "oauth-hmac", SdsConfig: ads()}},
+		},
+		RedirectUri:         "https://shop.example.com/callback",
+		RedirectPathMatcher: &matcherpb.PathMatcher{Rule: &matcherpb.PathMatcher_Path{Path: &matcherpb.StringMatcher{MatchPattern: &matcherpb.StringMatcher_Exact{Exact: "/callback"}}}},
+		SignoutPath:         &matcherpb.PathMatcher{Rule: &matcherpb.PathMatcher_Path{Path: &matcherpb.StringMatcher{MatchPattern: &matcherpb.StringMatcher_Exact{Exact: "/signout"}}}},
+	}}
 }
 
 // scopeKeyBuilder builds scope keys from the "x-scope" header.
@@ -274,6 +296,8 @@ func TestOtherEnvoyTypes(t *testing.T) {
 		{passthrough.ExtensionConfigTypeURL, []registrytest.Case{
 			{Name: "filter config", Message: &corepb.TypedExtensionConfig{Name: "istio.wasm.auth", TypedConfig: mustAny(&structpb.Struct{})}, WantName: "istio.wasm.auth"},
 			{Name: "no config", Message: &corepb.TypedExtensionConfig{Name: "istio.wasm.auth"}, WantName: "istio.wasm.auth", WantErr: "typed_config: value is required"},
+			{Name: "OAuth2 with secrets from SDS", Message: &corepb.TypedExtensionConfig{Name: "oauth", TypedConfig: mustAny(oauth2Filter())}, WantName: "oauth",
+				WantDeps: []registry.Ref{secretRef("oauth-token"), secretRef("oauth-hmac")}},
 		}},
 	} {
 		rt := mustType(t, tc.typeURL)

@@ -10,18 +10,20 @@ import (
 	"github.com/xdsengine/xdsengine/registry"
 )
 
-// validate applies the constraints the proto declares, through the
+// validator applies the constraints the proto declares, through the
 // ValidateAll methods protoc-gen-validate generated for the message and
 // for each Any payload in it whose type is linked, and reports every
 // violation at once, each as "field path: rule".
-func validate(r registry.Resource, _ registry.DecodeOptions) error {
+type validator struct{ reach *reach }
+
+func (v *validator) Validate(r registry.Resource, _ registry.DecodeOptions) error {
 	res, ok := r.(*Resource)
 	if !ok || res == nil {
 		return errors.New("not a pass-through resource")
 	}
 	var errs registry.FieldErrors
 	checkMessage(&errs, "", res.msg)
-	walk(res.msg.ProtoReflect(), &checker{errs: &errs})
+	walk(res.msg.ProtoReflect(), v.reach, &checker{errs: &errs})
 	return errs.Err()
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -26,8 +27,8 @@ const anyFullName protoreflect.FullName = "google.protobuf.Any"
 
 // visitor is told of what a walk finds.
 type visitor interface {
-	// message is called for every message of the tree, the root and
-	// unpacked Any payloads included.
+	// message is called for every message of the tree that may be of
+	// interest (see reach), the root and unpacked Any payloads included.
 	message(m protoreflect.Message, at *path)
 	// unpacked is called for an Any whose payload's type is linked, with
 	// the payload or, m nil, the reason it was not read: an unmarshal
@@ -35,36 +36,142 @@ type visitor interface {
 	unpacked(typeURL string, m proto.Message, err error, at *path)
 }
 
-// path is where a walk is: field names and indexes as a NACK spells
-// them ("filter_chains[0].filters[1].typed_config"), rendered only when
-// asked for.
-type path struct{ parts []string }
+// path is where a walk is, kept as steps and spelled as a NACK spells it
+// ("filter_chains[0].filters[1].typed_config") only when asked.
+type path struct{ steps []step }
 
-func (p *path) field(name protoreflect.Name) {
-	if len(p.parts) > 0 {
-		p.parts = append(p.parts, ".")
-	}
-	p.parts = append(p.parts, string(name))
+// step is a field, or an index or map key into the field before it.
+type step struct {
+	field protoreflect.Name
+	index int
+	key   protoreflect.MapKey
+	kind  stepKind
 }
 
-func (p *path) index(key string) { p.parts = append(p.parts, "[", key, "]") }
+type stepKind int
 
-func (p *path) mark() int { return len(p.parts) }
+const (
+	fieldStep stepKind = iota
+	indexStep
+	keyStep
+)
 
-func (p *path) reset(mark int) { p.parts = p.parts[:mark] }
+func (p *path) push(s step) { p.steps = append(p.steps, s) }
+func (p *path) pop()        { p.steps = p.steps[:len(p.steps)-1] }
 
-func (p *path) String() string { return strings.Join(p.parts, "") }
+func (p *path) String() string {
+	var b strings.Builder
+	for i, s := range p.steps {
+		switch s.kind {
+		case fieldStep:
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(string(s.field))
+		case indexStep:
+			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+		case keyStep:
+			b.WriteString("[" + s.key.String() + "]")
+		}
+	}
+	return b.String()
+}
 
-// walk visits m and every message in it, unpacking the Any values whose
-// payload types are linked into the program, in a fixed order: fields by
-// number, map entries by key.
-func walk(m protoreflect.Message, v visitor) {
-	w := walker{v: v}
+// reach tells which fields of a message type can hold, at any depth, an
+// Any or a message of one of its targets, so that a walk skips the
+// fields that cannot: most of a resource. It learns each type once and
+// is safe for concurrent use.
+type reach struct {
+	targets map[protoreflect.FullName]bool
+	// plans holds, by message descriptor, the fields a walk visits.
+	plans sync.Map // protoreflect.MessageDescriptor → []protoreflect.FieldDescriptor
+	mu    sync.Mutex
+	can   map[protoreflect.FullName]bool // guarded by mu
+}
+
+func newReach(targets ...protoreflect.FullName) *reach {
+	r := &reach{targets: map[protoreflect.FullName]bool{anyFullName: true}, can: map[protoreflect.FullName]bool{}}
+	for _, t := range targets {
+		r.targets[t] = true
+	}
+	return r
+}
+
+// fields returns the fields of md a walk visits.
+func (r *reach) fields(md protoreflect.MessageDescriptor) []protoreflect.FieldDescriptor {
+	if plan, ok := r.plans.Load(md); ok {
+		return plan.([]protoreflect.FieldDescriptor)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var plan []protoreflect.FieldDescriptor
+	fields := md.Fields()
+	for i := 0; i < fields.Len(); i++ {
+		if held := heldMessage(fields.Get(i)); held != nil && r.reaches(held) {
+			plan = append(plan, fields.Get(i))
+		}
+	}
+	r.plans.Store(md, plan)
+	return plan
+}
+
+// reaches reports whether a message of md's type can hold a target (or be
+// one). The caller holds mu.
+func (r *reach) reaches(md protoreflect.MessageDescriptor) bool {
+	if can, ok := r.can[md.FullName()]; ok {
+		return can
+	}
+	seen := map[protoreflect.FullName]bool{md.FullName(): true}
+	queue := []protoreflect.MessageDescriptor{md}
+	found := false
+	for len(queue) > 0 && !found {
+		next := queue[0]
+		queue = queue[1:]
+		if r.targets[next.FullName()] || r.can[next.FullName()] {
+			found = true
+			break
+		}
+		fields := next.Fields()
+		for i := 0; i < fields.Len(); i++ {
+			if held := heldMessage(fields.Get(i)); held != nil && !seen[held.FullName()] {
+				seen[held.FullName()] = true
+				queue = append(queue, held)
+			}
+		}
+	}
+	if found {
+		r.can[md.FullName()] = true
+	} else {
+		// Nothing md can hold reaches a target, so neither does any of
+		// what it holds.
+		for name := range seen {
+			r.can[name] = false
+		}
+	}
+	return found
+}
+
+// heldMessage returns the type of the messages fd holds (a map's values),
+// or nil.
+func heldMessage(fd protoreflect.FieldDescriptor) protoreflect.MessageDescriptor {
+	if fd.IsMap() {
+		return fd.MapValue().Message()
+	}
+	return fd.Message()
+}
+
+// walk visits m and the messages in it that may hold what r looks for,
+// unpacking the Any values whose payload types are linked into the
+// program, in a fixed order: fields by number, list items by index, map
+// entries by key.
+func walk(m protoreflect.Message, r *reach, v visitor) {
+	w := walker{v: v, r: r}
 	w.message(m, 0)
 }
 
 type walker struct {
 	v  visitor
+	r  *reach
 	at path
 }
 
@@ -74,38 +181,30 @@ func (w *walker) message(m protoreflect.Message, anyDepth int) {
 		w.any(m, anyDepth)
 		return
 	}
-	fields := m.Descriptor().Fields()
-	for i := 0; i < fields.Len(); i++ {
-		fd := fields.Get(i)
-		if fd.Message() == nil || !m.Has(fd) {
+	for _, fd := range w.r.fields(m.Descriptor()) {
+		if !m.Has(fd) {
 			continue
 		}
-		mark := w.at.mark()
-		w.at.field(fd.Name())
+		w.at.push(step{field: fd.Name()})
 		w.value(fd, m.Get(fd), anyDepth)
-		w.at.reset(mark)
+		w.at.pop()
 	}
 }
 
 func (w *walker) value(fd protoreflect.FieldDescriptor, v protoreflect.Value, anyDepth int) {
 	switch {
 	case fd.IsMap():
-		if fd.MapValue().Message() == nil {
-			return
-		}
 		for _, k := range sortedKeys(v.Map()) {
-			mark := w.at.mark()
-			w.at.index(k.String())
+			w.at.push(step{key: k, kind: keyStep})
 			w.message(v.Map().Get(k).Message(), anyDepth)
-			w.at.reset(mark)
+			w.at.pop()
 		}
 	case fd.IsList():
 		l := v.List()
 		for i := 0; i < l.Len(); i++ {
-			mark := w.at.mark()
-			w.at.index(strconv.Itoa(i))
+			w.at.push(step{index: i, kind: indexStep})
 			w.message(l.Get(i).Message(), anyDepth)
-			w.at.reset(mark)
+			w.at.pop()
 		}
 	default:
 		w.message(v.Message(), anyDepth)

@@ -68,15 +68,18 @@
 // An Any whose type is not linked is passed on unchecked: Envoy may know
 // extensions this program does not. This package links the HTTP connection
 // manager, the TLS transport sockets and the aggregate cluster, whose
-// contents name dependencies; a program links more extension packages of
-// go-control-plane's envoy module (a blank import each) to have their
-// configs checked too. Not checked: anything Envoy checks in C++ beyond the
-// annotations (cross-field rules, regex syntax, that a cluster a route
-// names exists, unknown fields, deprecated fields), the contents of
-// TypedStruct configs, and Anys nested more than 32 deep, which are
-// rejected. Rules follow the proto version this module builds with; a
-// relay should be at least as new as its Envoys, or a value a newer proto
-// allows (a new enum value) is rejected.
+// contents name dependencies; what else is checked depends on what the
+// program imports (types/builtin links the filters gRPC implements), and a
+// program links more extension packages of go-control-plane's envoy module
+// (a blank import each) to have their configs checked too. Anys nested
+// more than 32 deep are rejected.
+//
+// Not checked: anything Envoy checks in C++ beyond the annotations
+// (cross-field rules, that a regex compiles, that a cluster a route names
+// exists, unknown and deprecated fields) and the contents of TypedStruct
+// configs. The rules are those of the protos this module builds with: a
+// relay should be at least as new as its Envoys, or a value only a newer
+// proto allows (a new enum value) is rejected.
 //
 // The decoder checks nothing the bytes do not force, so a tool can call
 // Decoder alone to see a resource the validator would reject, and a relay
@@ -91,6 +94,11 @@
 // bytes as a proto.Message, for go-control-plane's caches, which take
 // messages; [Resource.Proto] a copy to modify. Two resources are Equal
 // when their type, name and bytes are.
+//
+// Keeping the message costs memory beside the bytes: a decoded Go message
+// is several times its serialized size (about 1.9 KB for istiod's STATIC
+// inbound cluster, 3.2 KB for an EDS cluster with mTLS, 2.7 MB for a
+// RouteConfiguration of 1,000 virtual hosts sent as 0.37 MB).
 //
 // # Dependencies
 //

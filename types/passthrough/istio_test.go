@@ -281,7 +281,6 @@ func clusterRoute(name, prefix, cluster string) *routepb.Route {
 		Action: &routepb.Route_Route{Route: &routepb.RouteAction{
 			ClusterSpecifier: &routepb.RouteAction_Cluster{Cluster: cluster},
 			Timeout:          durationpb.New(0),
-			MaxGrpcTimeout:   durationpb.New(0),
 			RetryPolicy: &routepb.RetryPolicy{
 				RetryOn:    "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes",
 				NumRetries: wrapperspb.UInt32(2),

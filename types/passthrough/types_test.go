@@ -150,7 +150,7 @@ func TestListener(t *testing.T) {
 			Message: edit(outboundHTTPListener(), func(l *listenerpb.Listener) {
 				l.FilterChains[0].Filters[0].ConfigType = &listenerpb.Filter_TypedConfig{TypedConfig: nestedAnys(40)}
 			}),
-			WantErr: "filter_chains[0].filters[0].typed_config: Any values nested more than 32 deep"},
+			WantErr: "filter_chains[0].filters[0].typed_config: google.protobuf.Any values nested more than 32 deep"},
 		{Name: "not a Listener", Raw: []byte{0x0a, 0x03, 'a', 'b'}, WantName: "", WantErr: "cannot unmarshal Listener"},
 		{Name: "no name", Message: &listenerpb.Listener{Address: socketAddress("0.0.0.0", 80)},
 			WantErr: "name: must be non-empty, or the resource must arrive in a named envoy.service.discovery.v3.Resource wrapper"},

@@ -21,7 +21,7 @@ import (
 const maxAnyDepth = 32
 
 // errTooDeep is the error of an Any nested more than maxAnyDepth deep.
-var errTooDeep = fmt.Errorf("Any values nested more than %d deep", maxAnyDepth)
+var errTooDeep = fmt.Errorf("google.protobuf.Any values nested more than %d deep", maxAnyDepth)
 
 const anyFullName protoreflect.FullName = "google.protobuf.Any"
 

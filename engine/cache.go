@@ -8,6 +8,7 @@ import (
 	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	"google.golang.org/grpc/codes"
 
+	"github.com/xdsengine/xdsengine/engine/internal/glob"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
@@ -107,7 +108,7 @@ type entry struct {
 	fail *entryFailure
 	// glob is a glob collection's members (glob.go), nil for any other
 	// entry: kept apart, so that the others do not carry its fields.
-	glob *globMembers
+	glob *glob.Members
 	// coveredBy is the mark of the last response that named the entry
 	// (channel.applyingMark): the response's deletions are the entries it
 	// did not mark.
@@ -168,17 +169,6 @@ func (en *entry) setAmbient(err error) {
 			en.fail = nil
 		}
 	}
-}
-
-// globMembers are a glob collection's resources by name, and memberErr
-// why the last response left one unchanged.
-type globMembers struct {
-	members   map[string]registry.Resource
-	memberErr error
-	// memberVersions are the members' own versions (delta), for
-	// initial_resource_versions: with them, a server tells a new stream
-	// which members went away meanwhile.
-	memberVersions map[string]string
 }
 
 func (e *Engine) dropValueLocked(en *entry) {

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
+	"github.com/xdsengine/xdsengine/engine/internal/transports"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
@@ -76,7 +76,7 @@ type channel struct {
 // channelLocked returns the channel for a server, creating it (and its
 // transport) on first use.
 func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
-	key := serverKey(s)
+	key := transports.Key(s)
 	if c, ok := e.channels[key]; ok {
 		return c
 	}
@@ -103,8 +103,7 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 	// Unknown names must be ignored (gRFC A27), which makes a typo silent:
 	// say at DEBUG what each server's features came to.
 	e.log.Debug("xDS server features", "server", s.URI, "active", fs.Names(), "ignored", ignored)
-	st := e.acquireTransportLocked(key, s)
-	c.transport, c.buildErr = st.t, st.err
+	c.transport, c.buildErr = e.transports.Acquire(key, s)
 	e.channels[key] = c
 	return c
 }
@@ -177,8 +176,8 @@ func (c *channel) endedLocked(err error, sawResponse bool) {
 	c.retries++
 	c.e.log.Debug("xDS stream retry scheduled", "server", c.server.URI, "in", delay)
 	c.stopRetry = c.e.clock.AfterFunc(delay, func() {
-		c.e.lock()
-		defer c.e.unlock()
+		c.e.mu.Lock()
+		defer c.e.mu.Unlock()
 		c.stopRetry = nil
 		if c.stream == nil && len(c.subscribedTypesLocked()) > 0 {
 			c.startStreamLocked()
@@ -306,7 +305,7 @@ func (c *channel) shutdownLocked() {
 		c.stopRetry = nil
 	}
 	c.stopStreamLocked()
-	c.e.releaseTransportLocked(c.key)
+	c.e.transports.Release(c.key)
 }
 
 // channelErrorFor is the connectivity error as one resource's watchers see it.
@@ -328,31 +327,4 @@ func (e *Engine) notifyChannelErrorLocked(a *authority, c *channel) {
 			e.notifyErrorLocked(en, e.channelErrorFor(c, en), nil)
 		}
 	}
-}
-
-// serverKey identifies a server for stream sharing: two authorities that
-// list equal servers share one ADS stream.
-func serverKey(s bootstrap.ServerConfig) string {
-	var b strings.Builder
-	b.WriteString(s.URI)
-	for _, c := range s.ChannelCreds {
-		b.WriteString("\x00c:")
-		b.WriteString(c.Type)
-		b.WriteByte(':')
-		b.Write(c.Config)
-	}
-	for _, c := range s.CallCreds {
-		b.WriteString("\x00k:")
-		b.WriteString(c.Type)
-		b.WriteByte(':')
-		b.Write(c.Config)
-	}
-	if s.Delta {
-		b.WriteString("\x00delta")
-	}
-	for _, f := range s.ServerFeatures {
-		b.WriteString("\x00f:")
-		b.WriteString(f)
-	}
-	return b.String()
 }

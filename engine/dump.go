@@ -22,7 +22,7 @@ import (
 // values (the cached bytes and errors are replaced, never modified), so a
 // dump of 100,000 resources does not stall the streams.
 func (e *Engine) Dump() *statuspb.ClientConfig {
-	e.lock()
+	e.mu.Lock()
 	node := e.node
 	count := 0
 	for _, a := range e.allAuthoritiesLocked() {
@@ -40,7 +40,7 @@ func (e *Engine) Dump() *statuspb.ClientConfig {
 			}
 		}
 	}
-	e.unlock()
+	e.mu.Unlock()
 
 	slices.SortFunc(snaps, func(x, y entrySnapshot) int {
 		if c := strings.Compare(x.typeURL, y.typeURL); c != 0 {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
+	"github.com/xdsengine/xdsengine/engine/internal/oplock"
+	"github.com/xdsengine/xdsengine/engine/internal/transports"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/buildinfo"
@@ -66,22 +68,15 @@ type Engine struct {
 	slowWatcherThreshold time.Duration
 	closed               atomic.Bool
 
-	// ops are the Watch and cancel calls waiting for whoever holds mu
-	// (do); opsMu guards them alone, and is never held with mu wanted.
-	opsMu sync.Mutex
-	ops   []op
-	// spareOps is the array of the calls last applied, for the next ones:
-	// a burst of watches appends to it rather than to a new one.
-	spareOps []op
-
 	// mu guards everything below, and the authorities' and channels'
-	// state. It is held for short critical sections: a Watch or cancel,
-	// one part of a response, a subscription handed to a stream.
-	mu          sync.Mutex
+	// state, for short critical sections: one part of a response, a
+	// subscription handed to a stream. Watch and cancel calls are handed
+	// to it (mu.Do): they never wait for a response to be applied.
+	mu          oplock.Mutex[op]
 	oldStyle    *authority            // names that are not xdstp:// (A47)
 	authorities map[string]*authority // xdstp:// authorities of the bootstrap
 	channels    map[string]*channel   // by serverKey
-	transports  map[string]*sharedTransport
+	transports  *transports.Set
 	// certificateProviders tells decoders the bootstrap's certificate
 	// provider instances; nil when they are not checked.
 	certificateProviders func(name string) bool
@@ -105,61 +100,6 @@ type Engine struct {
 	lastOrigin *origin
 }
 
-// do applies a Watch or cancel call: at once if the lock is free, else
-// by the holder of the lock, before it lets go (unlock). The caller never
-// waits for a response to be applied.
-func (e *Engine) do(o op) {
-	e.opsMu.Lock()
-	e.ops = append(e.ops, o)
-	e.opsMu.Unlock()
-	if e.mu.TryLock() {
-		e.runOpsLocked()
-		e.unlock()
-	}
-}
-
-// lock takes the engine's lock, and applies the calls queued meanwhile
-// first, so that whatever the holder does next sees them.
-func (e *Engine) lock() {
-	e.mu.Lock()
-	e.runOpsLocked()
-}
-
-// unlock lets go of the lock, then applies the calls queued while it was
-// held, unless someone else holds it by then and will.
-func (e *Engine) unlock() {
-	for {
-		e.mu.Unlock()
-		e.opsMu.Lock()
-		queued := len(e.ops) > 0
-		e.opsMu.Unlock()
-		if !queued || !e.mu.TryLock() {
-			return
-		}
-		e.runOpsLocked()
-	}
-}
-
-func (e *Engine) runOpsLocked() {
-	for {
-		e.opsMu.Lock()
-		ops := e.ops
-		e.ops, e.spareOps = e.spareOps[:0], nil
-		e.opsMu.Unlock()
-		if len(ops) == 0 {
-			e.spareOps = ops
-			return
-		}
-		for _, o := range ops {
-			if !e.closed.Load() {
-				e.applyOpLocked(o)
-			}
-		}
-		clear(ops)
-		e.spareOps = ops[:0]
-	}
-}
-
 // New builds an engine. It connects to no server until the first Watch.
 func New(cfg Config) (*Engine, error) {
 	if err := checkConfig(cfg); err != nil {
@@ -171,9 +111,10 @@ func New(cfg Config) (*Engine, error) {
 		nodeID:      cfg.Bootstrap.Node.ID,
 		authorities: make(map[string]*authority),
 		channels:    make(map[string]*channel),
-		transports:  make(map[string]*sharedTransport),
 	}
+	e.mu.Run = e.applyOpLocked
 	e.applyDefaults()
+	e.transports = transports.New(e.cfg.Transport, transport.Options{MaxResponseBytes: e.maxResponseBytes}, e.log, &e.streamsRun)
 	e.types = make(map[string]*registry.ResourceType, cfg.Registry.Len())
 	for _, u := range cfg.Registry.TypeURLs() {
 		if t, _ := cfg.Registry.Lookup(u); t.EnabledUnder(e.switches) {
@@ -321,28 +262,21 @@ func (e *Engine) Registry() *registry.Registry { return e.reg }
 // (or a Pool's release there); it then returns without waiting for that
 // callback, and the callback goroutine ends as soon as it returns.
 func (e *Engine) Close() error {
-	e.lock()
+	e.mu.Lock()
 	if e.closed.Swap(true) {
-		e.unlock()
+		e.mu.Unlock()
 		return nil
 	}
 	// Every transport closes here, those still lent to other services
-	// (load reporting) too: their users are to be done by now. The
-	// channels then have none to give back.
-	var transports []transport.Transport
-	for key, st := range e.transports {
-		if st.t != nil {
-			transports = append(transports, st.t)
-		}
-		delete(e.transports, key)
-	}
+	// (load reporting) too: their users are to be done by now.
+	lent := e.transports.Drain()
 	for _, c := range e.channels {
 		c.shutdownLocked()
 	}
 	e.channels = nil
-	e.unlock()
+	e.mu.Unlock()
 	var errs []error
-	for _, t := range transports {
+	for _, t := range lent {
 		if err := t.Close(); err != nil {
 			errs = append(errs, err)
 		}

@@ -18,9 +18,9 @@ type streamHost struct{ c *channel }
 // current takes the engine's lock and reports whether h is still its
 // channel's stream's host; if not, it has released the lock.
 func (h *streamHost) current() bool {
-	h.c.e.lock()
+	h.c.e.mu.Lock()
 	if h.c.host != h || h.c.closed {
-		h.c.e.unlock()
+		h.c.e.mu.Unlock()
 		return false
 	}
 	return true
@@ -30,7 +30,7 @@ func (h *streamHost) Subscription(typeURL string) wire.Subscription {
 	if !h.current() {
 		return wire.Subscription{}
 	}
-	defer h.c.e.unlock()
+	defer h.c.e.mu.Unlock()
 	return h.c.subscriptionLocked(typeURL)
 }
 
@@ -38,7 +38,7 @@ func (h *streamHost) Apply(p wire.Part) {
 	if !h.current() {
 		return
 	}
-	defer h.c.e.unlock()
+	defer h.c.e.mu.Unlock()
 	h.c.applyLocked(p)
 }
 
@@ -47,7 +47,7 @@ func (h *streamHost) Timeout(typeURL string, names []string) {
 	if !h.current() {
 		return
 	}
-	defer h.c.e.unlock()
+	defer h.c.e.mu.Unlock()
 	for _, name := range names {
 		if _, en := h.c.e.lookupEntryLocked(typeURL, name); en != nil {
 			h.c.e.onTimerLocked(en, h.c)
@@ -59,7 +59,7 @@ func (h *streamHost) Ended(err error, sawResponse bool) {
 	if !h.current() {
 		return
 	}
-	defer h.c.e.unlock()
+	defer h.c.e.mu.Unlock()
 	h.c.endedLocked(err, sawResponse)
 }
 

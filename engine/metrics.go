@@ -27,8 +27,8 @@ const (
 // servers are connected, and the watched resources by authority, type and
 // cache state.
 func (e *Engine) gauges() (metrics.Gauges, bool) {
-	e.lock()
-	defer e.unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	if e.closed.Load() {
 		return metrics.Gauges{}, false
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine/internal/transports"
 	"github.com/xdsengine/xdsengine/transport"
 )
 
@@ -31,70 +32,25 @@ func (e *Engine) Node() *corepb.Node { return proto.Clone(e.node).(*corepb.Node)
 // last user, and with the engine. After Close, Transport fails with
 // codes.Unavailable.
 func (e *Engine) Transport(server bootstrap.ServerConfig) (t transport.Transport, release func(), err error) {
-	e.lock()
-	defer e.unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	if e.closed.Load() {
 		return nil, nil, status.Error(codes.Unavailable, "engine: closed")
 	}
-	key := serverKey(server)
-	st := e.acquireTransportLocked(key, server)
-	if st.err != nil {
-		e.releaseTransportLocked(key)
-		return nil, nil, st.err
+	key := transports.Key(server)
+	t, err = e.transports.Acquire(key, server)
+	if err != nil {
+		e.transports.Release(key)
+		return nil, nil, err
 	}
 	var once sync.Once
-	return st.t, func() {
+	return t, func() {
 		once.Do(func() {
-			e.lock()
-			e.releaseTransportLocked(key)
-			e.unlock()
+			e.mu.Lock()
+			e.transports.Release(key)
+			e.mu.Unlock()
 		})
 	}, nil
-}
-
-// sharedTransport is one server's transport and its users: the engine's
-// channel to the server and the clients of other services on it.
-type sharedTransport struct {
-	t    transport.Transport
-	err  error // why it could not be built
-	refs int
-}
-
-// acquireTransportLocked returns the transport to a server, built on first
-// use.
-func (e *Engine) acquireTransportLocked(key string, s bootstrap.ServerConfig) *sharedTransport {
-	st := e.transports[key]
-	if st == nil {
-		st = &sharedTransport{}
-		st.t, st.err = e.cfg.Transport.Build(s, transport.Options{MaxResponseBytes: e.maxResponseBytes})
-		if st.err != nil {
-			e.log.Error("xDS transport", "server", s.URI, "error", st.err)
-		}
-		e.transports[key] = st
-	}
-	st.refs++
-	return st
-}
-
-// releaseTransportLocked gives a transport back; its last user closes it,
-// in the background: closing a gRPC connection can take a moment, and
-// not under the lock. Close waits for it.
-func (e *Engine) releaseTransportLocked(key string) {
-	st := e.transports[key]
-	if st == nil {
-		return // closed with the engine
-	}
-	if st.refs--; st.refs > 0 {
-		return
-	}
-	delete(e.transports, key)
-	if st.t != nil {
-		e.streamsRun.Add(1)
-		go func() {
-			defer e.streamsRun.Done()
-			st.t.Close()
-		}()
-	}
 }
 
 // Clock returns the engine's clock (Config.Clock, or the wall clock).

@@ -13,14 +13,14 @@ import (
 // nil if the resource is not watched. An xdstp:// name may be given in
 // any form that canonicalizes to the watched one.
 func (e *Engine) ResourceStatus(typeURL, name string) *statuspb.ClientConfig_GenericXdsConfig {
-	e.lock()
+	e.mu.Lock()
 	_, en := e.lookupEntryLocked(typeURL, name)
 	if en == nil || en.orphaned {
-		e.unlock()
+		e.mu.Unlock()
 		return nil
 	}
 	snap := snapshotLocked(en)
-	e.unlock()
+	e.mu.Unlock()
 	return snap.csds()
 }
 
@@ -57,8 +57,8 @@ type AuthorityStatus struct {
 // uses now, and whether it is reachable. The old-style authority comes
 // first, then the others by name.
 func (e *Engine) Authorities() []AuthorityStatus {
-	e.lock()
-	defer e.unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	auths := e.allAuthoritiesLocked()
 	out := make([]AuthorityStatus, 0, len(auths))
 	for _, a := range auths {

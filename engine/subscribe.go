@@ -186,12 +186,7 @@ func (c *channel) resourceVersionsLocked(typeURL string) map[string]string {
 			if versions == nil {
 				versions = make(map[string]string)
 			}
-			if en.glob != nil && en.glob.members != nil {
-				// A glob collection: its members are what the server
-				// knows by name.
-				for m, v := range en.glob.memberVersions {
-					versions[m] = v
-				}
+			if en.glob.AddVersions(versions) {
 				continue
 			}
 			if en.version != "" {

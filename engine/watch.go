@@ -26,9 +26,7 @@ type watchedEntry struct {
 	entry entry
 }
 
-// op is a Watch or cancel call, queued for whoever holds the engine's
-// lock to apply (Engine.do): a call never waits for a response to be
-// applied, and takes effect between its parts.
+// op is a Watch or cancel call, handed to the engine's lock (Engine.mu).
 type op struct {
 	h      *watch
 	typ    *registry.ResourceType
@@ -69,10 +67,10 @@ func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) 
 	}
 	we := &watchedEntry{first: watch{w: w}}
 	h := &we.first
-	e.do(op{h: h, typ: typ, a: a, key: key, made: &we.entry})
+	e.mu.Do(op{h: h, typ: typ, a: a, key: key, made: &we.entry})
 	return func() {
 		if h.canceled.CompareAndSwap(false, true) {
-			e.do(op{h: h, cancel: true})
+			e.mu.Do(op{h: h, cancel: true})
 		}
 	}
 }
@@ -92,6 +90,9 @@ func (e *Engine) failWatch(w ResourceWatcher, err *Error) {
 
 // applyOpLocked applies a queued Watch or cancel call.
 func (e *Engine) applyOpLocked(o op) {
+	if e.closed.Load() {
+		return
+	}
 	if o.cancel {
 		e.cancelLocked(o.h)
 	} else if !o.h.canceled.Load() {

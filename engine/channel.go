@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,10 +17,9 @@ import (
 	"github.com/xdsengine/xdsengine/transport"
 )
 
-// channel is the engine's connection to one xDS server, shared by every
-// authority that lists the server. Its accepted version per type and its
-// decode memo outlive streams; a fallback server, being another channel,
-// starts from none.
+// channel is the engine's connection to one xDS server, shared by the
+// authorities that list it. Its accepted versions and decode memo outlive
+// streams; a fallback server, another channel, starts from none.
 type channel struct {
 	e          *Engine
 	server     bootstrap.ServerConfig
@@ -31,41 +31,35 @@ type channel struct {
 	memo       *wire.Memo
 
 	auths map[*authority]struct{}
-	// subscribed keeps, per type, the sorted names handed to streams, so
-	// that an ACK costs no walk of the cache and no sort, and a watch
-	// added or cancelled costs a merge rather than a rebuild.
+	// subscribed keeps, per type, the sorted names handed to streams: an
+	// ACK costs no walk of the cache and no sort, a watch a merge.
 	subscribed map[string]*subscribedNames
 	versions   map[string]string // type URL → last accepted version_info
-	// status is non-nil from a connectivity failure until the next
-	// response: the error watchers were told (A57).
+	// status is the error watchers were told of a connectivity failure,
+	// until the next response (A57).
 	status *Error
-	// connected: a stream has received a response since the last
-	// connectivity failure (A78's grpc.xds_client.connected).
+	// connected: a response came since the last connectivity failure
+	// (A78's grpc.xds_client.connected).
 	connected bool
-
-	// delta: the server speaks incremental ADS (features.NameDeltaXDS).
-	delta bool
+	delta     bool // the server speaks incremental ADS
 	// reconnected: an incremental server answered after a connectivity
-	// failure; the connectivity errors of what it did not re-send are
-	// cleared after the response is applied.
+	// failure; once the response is applied, the errors of what it did
+	// not re-send are cleared.
 	reconnected bool
-	// The response being applied: the engine's shapeGen and activeGen
-	// when it began, how many of the entries of the authorities this
-	// channel serves it has named so far, and the mark it gives them
-	// (entry.coveredBy). If it named them all and nothing changed
-	// meanwhile, it deletes nothing; otherwise the entries it did not mark
-	// are its deletions.
+	// The response being applied: shapeGen and activeGen when it began,
+	// how many of the entries of the authorities this channel serves it
+	// named so far, and the mark it gives them (entry.coveredBy). If it
+	// named all and nothing changed meanwhile, it deletes nothing; else
+	// the entries it did not mark are its deletions.
 	applyingShape, applyingActive uint64
 	applyingCovered               int
 	applyingMark                  uint64
-	// order is, per type, the entries of the last response's resources
-	// in the order they came, and nextOrder the response's being applied:
-	// where the next response's resources most likely are.
-	order     map[string][]*entry
-	nextOrder []*entry
-	// globsTouched are the glob collections the response being applied
-	// changed (glob.go).
-	globsTouched map[*entry]bool
+	// order is, per type, the last response's entries in the order they
+	// came, where the next response's most likely are; nextOrder is the
+	// response's being applied.
+	order        map[string][]*entry
+	nextOrder    []*entry
+	globsTouched map[*entry]bool // the collections the response changed
 	stream       wire.Stream
 	host         *streamHost // the stream's; calls of another are stale
 	retries      int         // consecutive streams that failed without a response
@@ -73,8 +67,7 @@ type channel struct {
 	closed       bool
 }
 
-// channelLocked returns the channel for a server, creating it (and its
-// transport) on first use.
+// channelLocked returns the server's channel, made on first use.
 func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 	key := transports.Key(s)
 	if c, ok := e.channels[key]; ok {
@@ -100,17 +93,16 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 			ignored = append(ignored, n)
 		}
 	}
-	// Unknown names must be ignored (gRFC A27), which makes a typo silent:
-	// say at DEBUG what each server's features came to.
+	// Unknown names are ignored (gRFC A27), so a typo is silent: say at
+	// DEBUG what each server's features came to.
 	e.log.Debug("xDS server features", "server", s.URI, "active", fs.Names(), "ignored", ignored)
 	c.transport, c.buildErr = e.transports.Acquire(key, s)
 	e.channels[key] = c
 	return c
 }
 
-// typeChangedLocked is called when the set of names of a type subscribed
-// on this channel may have changed in any way (an authority came or
-// went): the list is built afresh.
+// typeChangedLocked has a type's names listed afresh for the stream: they
+// may have changed in any way (an authority came or went).
 func (c *channel) typeChangedLocked(typeURL string) {
 	if sn := c.subscribed[typeURL]; sn != nil {
 		sn.stale = true
@@ -118,9 +110,8 @@ func (c *channel) typeChangedLocked(typeURL string) {
 	c.wakeStreamLocked(typeURL)
 }
 
-// nameChangedLocked is called when one name (a cache key) of a type may
-// have joined or left the channel's subscriptions: a watch created or
-// revived its entry, or its last watch was cancelled.
+// nameChangedLocked tells the stream that a key may have joined or left
+// the type's names: a watch made or revived its entry, or its last went.
 func (c *channel) nameChangedLocked(typeURL, key string) {
 	if sn := c.subscribed[typeURL]; sn != nil {
 		sn.touch(key)
@@ -142,12 +133,11 @@ func (c *channel) wakeStreamLocked(typeURL string) {
 	}
 }
 
-// endedLocked handles the end of the channel's stream (A57): a stream
-// that saw a response ended normally and is replaced at once with backoff
-// reset; one that saw none is a connectivity failure, reported to
-// watchers (or answered by fallback) and retried after backoff. A
-// response too large to read is a failure of the server whatever came
-// before it: the same response would arrive again on an immediate retry.
+// endedLocked handles the end of the stream (A57): one that saw a
+// response is replaced at once, backoff reset; one that saw none is a
+// connectivity failure, reported (or answered by fallback) and retried
+// after backoff. A response too large to read is a failure whatever came
+// before: an immediate retry would get it again.
 func (c *channel) endedLocked(err error, sawResponse bool) {
 	c.stream, c.host = nil, nil
 	if c.closed || c.e.closed.Load() {
@@ -186,9 +176,8 @@ func (c *channel) endedLocked(err error, sawResponse bool) {
 }
 
 // onServerFailureLocked records that the server cannot be used and, for
-// each authority using it as its active server, falls back or tells the
-// watchers: an ambient error where a resource is cached, a changed error
-// where none is (A88). A successful fallback shows them nothing.
+// each authority it is active for, falls back or tells the watchers (A88
+// errors: ambient where cached). A successful fallback shows them nothing.
 func (c *channel) onServerFailureLocked(cause *Error) {
 	wasHealthy := c.status == nil
 	c.connected = false
@@ -211,16 +200,14 @@ func (c *channel) onServerFailureLocked(cause *Error) {
 }
 
 // receivedLocked runs on every response, readable or not: the server is
-// reachable, and per A71 it becomes the active server of each authority
-// that listed it, whose lower-priority servers are released at once.
+// reachable, and becomes the active server of each authority that lists
+// it, releasing lower-priority ones at once (A71).
 func (c *channel) receivedLocked() {
 	c.connected = true
 	if c.status != nil {
 		c.status = nil
 		c.e.log.Info("xDS server reachable again", "server", c.server.URI)
-		// Cleared once the response is applied: what it updates is
-		// told by the update itself.
-		c.reconnected = c.delta
+		c.reconnected = c.delta // what it updates, the update tells
 	}
 	for _, a := range c.authsSortedLocked() {
 		i := slices.Index(a.channels, c)
@@ -239,10 +226,9 @@ func (c *channel) receivedLocked() {
 }
 
 // clearConnectivityErrorsLocked tells the watchers of resources cached
-// from this incremental server that it is reachable again. A SotW server
-// re-sends every resource on a new stream, which clears the error; a delta
-// server does not send what initial_resource_versions showed unchanged,
-// and its silence is that confirmation.
+// from this incremental server that it is back. A SotW server re-sends
+// every resource, which clears the error; a delta server leaves out what
+// initial_resource_versions showed unchanged, and its silence confirms it.
 func (c *channel) clearConnectivityErrorsLocked(gate *wire.Gate) {
 	c.reconnected = false
 	for _, a := range c.authsSortedLocked() {
@@ -265,20 +251,12 @@ func (c *channel) authsSortedLocked() []*authority {
 	for a := range c.auths {
 		out = append(out, a)
 	}
-	slices.SortFunc(out, func(x, y *authority) int {
-		switch {
-		case x.name < y.name:
-			return -1
-		case x.name > y.name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(x, y *authority) int { return cmp.Compare(x.name, y.name) })
 	return out
 }
 
-// releaseLocked removes an authority; a channel no authority uses is shut
-// down: its stream ends without an unsubscription, as gRPC does.
+// releaseLocked removes an authority; a channel left unused shuts down,
+// its stream ending without an unsubscription, as gRPC's does.
 func (c *channel) releaseLocked(a *authority) {
 	delete(c.auths, a)
 	if len(c.auths) > 0 {
@@ -293,8 +271,7 @@ func (c *channel) releaseLocked(a *authority) {
 	c.shutdownLocked()
 }
 
-// shutdownLocked ends the stream and retries, and gives the transport
-// back.
+// shutdownLocked ends the stream and retries, and gives the transport back.
 func (c *channel) shutdownLocked() {
 	if c.closed {
 		return
@@ -308,7 +285,7 @@ func (c *channel) shutdownLocked() {
 	c.e.transports.Release(c.key)
 }
 
-// channelErrorFor is the connectivity error as one resource's watchers see it.
+// channelErrorFor is the connectivity error as a resource's watchers see it.
 func (e *Engine) channelErrorFor(c *channel, en *entry) *Error {
 	err := *c.status
 	err.TypeURL = en.typ.TypeURL
@@ -316,8 +293,8 @@ func (e *Engine) channelErrorFor(c *channel, en *entry) *Error {
 	return &err
 }
 
-// notifyChannelErrorLocked tells every watcher of the authority that its
-// server is unreachable. The cache state does not change (A88).
+// notifyChannelErrorLocked tells the authority's watchers that its server
+// is unreachable. The cache state does not change (A88).
 func (e *Engine) notifyChannelErrorLocked(a *authority, c *channel) {
 	for _, byName := range a.resources {
 		for _, en := range byName {

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
@@ -24,12 +28,10 @@ import (
 	"github.com/xdsengine/xdsengine/transport"
 )
 
-// Version is the version of the xdsengine module the program was built
-// with, as Go's build information records it: its tag ("v0.2.0") or
-// pseudo-version when the program requires the module, the version Go
-// stamped when the module is the program's own (a command of this
-// repository), and "(devel)" when Go recorded none. It is sent as the
-// node's user agent version.
+// Version is the xdsengine module's version as Go's build information
+// records it: its tag ("v0.2.0") or pseudo-version when the program
+// requires the module, the version stamped when the module is the
+// program's own, "(devel)" when none. It is the node's user agent version.
 var Version = buildinfo.ModuleVersion()
 
 // DefaultSlowWatcherThreshold is Config.SlowWatcherThreshold's default.
@@ -48,8 +50,8 @@ const (
 type Engine struct {
 	cfg Config
 	reg *registry.Registry
-	// types are the registered types on under the switches, shared by
-	// the cache entries rather than copied into each.
+	// types are the registered types on under the switches, which the
+	// cache entries share.
 	types      map[string]*registry.ResourceType
 	clock      Clock
 	log        *slog.Logger
@@ -62,10 +64,12 @@ type Engine struct {
 	ser        *serial.Serializer
 	streamsRun sync.WaitGroup
 	metrics    *metrics.Recorder
-	// maxResponseBytes and slowWatcherThreshold are the Config's, with
-	// their defaults.
+	// The Config's, with their defaults:
 	maxResponseBytes     int
 	slowWatcherThreshold time.Duration
+	// certificateProviders tells decoders the bootstrap's certificate
+	// provider instances; nil when they are not checked.
+	certificateProviders func(name string) bool
 	closed               atomic.Bool
 
 	// mu guards everything below, and the authorities' and channels'
@@ -75,28 +79,23 @@ type Engine struct {
 	mu          oplock.Mutex[op]
 	oldStyle    *authority            // names that are not xdstp:// (A47)
 	authorities map[string]*authority // xdstp:// authorities of the bootstrap
-	channels    map[string]*channel   // by serverKey
+	channels    map[string]*channel   // by transports.Key
 	transports  *transports.Set
-	// certificateProviders tells decoders the bootstrap's certificate
-	// provider instances; nil when they are not checked.
-	certificateProviders func(name string) bool
 	// shapeGen counts the changes to which entries exist and to which
-	// server each authority uses (channel.applyingShape).
-	shapeGen uint64
-	// activeGen counts the changes to which server an authority uses:
-	// while it stays, the entries a response did not mark are at the back
-	// of their authority's marked order.
-	activeGen uint64
-	// coverMarks numbers the responses applied, on every channel, so that
-	// an entry's coveredBy names one response.
+	// server each authority uses (channel.applyingShape); activeGen, to
+	// the latter only: while it stays, the entries a response did not mark
+	// are at the back of their authority's marked order.
+	shapeGen, activeGen uint64
+	// coverMarks numbers the responses applied, so that an entry's
+	// coveredBy names one.
 	coverMarks uint64
-	// notices is the rest of the chunk the notifications of the response
-	// held by noticeGate come from (newNoticeLocked).
+	// notices is the rest of the chunk that the notifications of
+	// noticeGate's response come from (newNoticeLocked).
 	notices     []notice
 	noticeGate  *wire.Gate
 	noticeChunk int
-	// lastOrigin is the origin of the last notification, which the next
-	// ones share while they come from the same response (originLocked).
+	// lastOrigin is the last notification's, which the next ones of its
+	// response share (originLocked).
 	lastOrigin *origin
 }
 
@@ -124,11 +123,11 @@ func New(cfg Config) (*Engine, error) {
 	if err := transport.CheckServers(e.cfg.Transport, cfg.Bootstrap); err != nil {
 		return nil, err
 	}
+	builtin := features.Builtin
 	if e.switches.DisableDataErrorHandling {
-		e.known = append(features.LegacyBuiltin(), append([]features.ServerFeature{features.DeltaXDS}, cfg.Features...)...)
-	} else {
-		e.known = append(features.Builtin(), append([]features.ServerFeature{features.DeltaXDS}, cfg.Features...)...)
+		builtin = features.LegacyBuiltin
 	}
+	e.known = append(builtin(), append([]features.ServerFeature{features.DeltaXDS}, cfg.Features...)...)
 	e.node = e.buildNode()
 	e.oldStyle = e.newAuthority("", cfg.Bootstrap.Servers, false)
 	e.oldStyle.oldStyle = true
@@ -187,7 +186,11 @@ func (e *Engine) applyDefaults() {
 		e.clock = realClock{}
 	}
 	e.log = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
-	e.certificateProviders = certificateProviders(cfg)
+	if !cfg.IgnoreCertificateProviders {
+		// A copy: the streams' goroutines read it while decoding.
+		names := maps.Clone(cfg.Bootstrap.CertificateProviders)
+		e.certificateProviders = func(name string) bool { _, ok := names[name]; return ok }
+	}
 	e.maxResponseBytes = cmp.Or(cfg.MaxResponseBytes, transport.DefaultMaxResponseBytes)
 	switch e.slowWatcherThreshold = cfg.SlowWatcherThreshold; {
 	case e.slowWatcherThreshold == 0:
@@ -215,28 +218,17 @@ func (e *Engine) applyDefaults() {
 
 func (e *Engine) buildNode() *corepb.Node {
 	n := e.cfg.Bootstrap.Node
-	node := &corepb.Node{
-		Id:            n.ID,
-		Cluster:       n.Cluster,
-		Metadata:      n.Metadata,
-		UserAgentName: e.cfg.UserAgentName,
-		UserAgentVersionType: &corepb.Node_UserAgentVersion{
-			UserAgentVersion: e.cfg.UserAgentVersion,
-		},
-	}
-	if node.UserAgentName == "" {
-		node.UserAgentName = "xdsengine"
-	}
-	if e.cfg.UserAgentVersion == "" {
-		node.UserAgentVersionType = &corepb.Node_UserAgentVersion{UserAgentVersion: Version}
+	node := &corepb.Node{Id: n.ID, Cluster: n.Cluster, Metadata: n.Metadata,
+		UserAgentName:        cmp.Or(e.cfg.UserAgentName, "xdsengine"),
+		UserAgentVersionType: &corepb.Node_UserAgentVersion{UserAgentVersion: cmp.Or(e.cfg.UserAgentVersion, Version)},
 	}
 	if n.Locality != (bootstrap.Locality{}) {
 		node.Locality = &corepb.Locality{Region: n.Locality.Region, Zone: n.Locality.Zone, SubZone: n.Locality.SubZone}
 	}
 	cf := []string{clientFeatureNoOverprovisioning, clientFeatureResourceInSotW}
-	for _, u := range e.reg.TypeURLs() {
-		t, _ := e.reg.Lookup(u)
-		if !t.EnabledUnder(e.switches) {
+	for _, u := range e.reg.TypeURLs() { // e.types, in a stable order
+		t := e.types[u]
+		if t == nil {
 			continue
 		}
 		for _, f := range t.ClientFeatures {
@@ -256,11 +248,11 @@ func (e *Engine) NodeID() string { return e.nodeID }
 func (e *Engine) Registry() *registry.Registry { return e.reg }
 
 // Close stops every stream and the callback goroutine. No callback starts
-// after Close returns, and no goroutine of the engine is left, in any
-// phase: connecting, in backoff, while a response is applied, with a
-// watcher's done outstanding. Close may be called from a watcher callback
-// (or a Pool's release there); it then returns without waiting for that
-// callback, and the callback goroutine ends as soon as it returns.
+// after Close returns, and no goroutine of the engine is left, whatever
+// it was doing (connecting, in backoff, applying a response, awaiting a
+// done). Called from a watcher callback (or a Pool's release there), it
+// returns without waiting for that callback, and the callback goroutine
+// ends as soon as it returns.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	if e.closed.Swap(true) {
@@ -286,3 +278,50 @@ func (e *Engine) Close() error {
 	e.metrics.Close()
 	return errors.Join(errs...)
 }
+
+// What a client of another xDS service on the same servers needs from the
+// engine: package lrs reports load over the engine's connections, with
+// its node, clock and backoff, and needs no configuration of its own.
+
+// Node returns the node the engine sends in each stream's first request
+// (id, cluster, locality, metadata, user agent, client features), as a
+// copy the caller may modify.
+func (e *Engine) Node() *corepb.Node { return proto.Clone(e.node).(*corepb.Node) }
+
+// Transport returns the transport to server that the engine's streams
+// use, shared: one connection per server entry for every xDS service on
+// it, as gRPC keeps. release gives it back; the connection closes with
+// its last user, and with the engine. After Close, Transport fails with
+// codes.Unavailable.
+func (e *Engine) Transport(server bootstrap.ServerConfig) (t transport.Transport, release func(), err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed.Load() {
+		return nil, nil, status.Error(codes.Unavailable, "engine: closed")
+	}
+	key := transports.Key(server)
+	t, err = e.transports.Acquire(key, server)
+	if err != nil {
+		e.transports.Release(key)
+		return nil, nil, err
+	}
+	var once sync.Once
+	return t, func() {
+		once.Do(func() {
+			e.mu.Lock()
+			e.transports.Release(key)
+			e.mu.Unlock()
+		})
+	}, nil
+}
+
+// Clock returns the engine's clock (Config.Clock, or the wall clock).
+func (e *Engine) Clock() Clock { return e.clock }
+
+// Logger returns the engine's logger (Config.Logger, or one that
+// discards).
+func (e *Engine) Logger() *slog.Logger { return e.log }
+
+// Backoff returns how long the engine waits before its n-th retry of a
+// failed stream (Config.Backoff, or [DefaultBackoff]).
+func (e *Engine) Backoff(n int) time.Duration { return e.backoff(n) }

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -17,11 +18,9 @@ import (
 	"github.com/xdsengine/xdsengine/registry"
 )
 
-// The response path's second stage: the parts wire decoded are applied
-// to the cache, one per critical section. The notifications scheduled
-// hold the response's gate, and run outside the lock (the third stage).
+// The response path's second stage: wire's decoded parts are applied, one
+// per critical section; notifications hold the gate, run outside the lock.
 
-// applyLocked applies one part of a response.
 func (c *channel) applyLocked(p wire.Part) {
 	if p.First {
 		c.receivedLocked()
@@ -37,7 +36,7 @@ func (c *channel) applyLocked(p wire.Part) {
 	if p.First {
 		c.beginApplyLocked()
 	}
-	keys := c.e.keyLookup(r.TypeURL)
+	keys := keyLookup{e: c.e, typeURL: r.TypeURL}
 	last := c.order[r.TypeURL]
 	for i := range p.Resources {
 		res := &p.Resources[i]
@@ -57,9 +56,8 @@ func (c *channel) applyLocked(p wire.Part) {
 	}
 }
 
-// applyResourceLocked applies one resource: a valid one updates the
-// cache, an invalid one is a data error; one sent again unchanged only
-// takes the new version.
+// applyResourceLocked applies one resource: a valid one updates the cache,
+// an invalid one is a data error, one re-sent unchanged takes the version.
 func (c *channel) applyResourceLocked(r *wire.Response, res *wire.Resource, en *entry) {
 	e := c.e
 	if en == nil {
@@ -91,8 +89,6 @@ func (c *channel) holdsLocked(en *entry, raw []byte) bool {
 		len(raw) > 0 && len(en.raw) == len(raw) && &en.raw[0] == &raw[0]
 }
 
-// beginApplyLocked starts counting and marking the entries a response
-// names.
 func (c *channel) beginApplyLocked() {
 	c.nextOrder = c.nextOrder[:0]
 	c.e.coverMarks++
@@ -100,8 +96,7 @@ func (c *channel) beginApplyLocked() {
 	c.applyingActive = c.e.activeGen
 }
 
-// coverLocked counts and marks en as named by the response, if its
-// authority is served by this channel.
+// coverLocked counts and marks en as named, if this channel serves it.
 func (c *channel) coverLocked(en *entry) {
 	if a := en.auth; a.active() == c {
 		c.applyingCovered++
@@ -110,10 +105,9 @@ func (c *channel) coverLocked(en *entry) {
 	}
 }
 
-// namedAllLocked reports whether the response named every entry of its
-// type in the authorities this channel serves, so that it deletes
-// nothing. It is sure only if no entry came or went and no authority
-// changed servers meanwhile: a response repeats no name.
+// namedAllLocked reports whether the response named each entry of its type
+// in the authorities this channel serves, deleting nothing: sure only if no
+// entry came or went and no authority changed servers (names never repeat).
 func (c *channel) namedAllLocked(typeURL string) bool {
 	if c.applyingShape != c.e.shapeGen {
 		return false
@@ -156,8 +150,8 @@ func (c *channel) finishLocked(r *wire.Response) {
 	c.e.noticeGate, c.e.notices = nil, nil
 }
 
-// applyResourceErrorLocked applies an xRFC TP3 entry: NOT_FOUND and
-// PERMISSION_DENIED are data errors, other codes transient (A88).
+// applyResourceErrorLocked applies an xRFC TP3 entry (A88: NOT_FOUND and
+// PERMISSION_DENIED are data errors, other codes transient).
 func (c *channel) applyResourceErrorLocked(r *wire.Response, re wire.ResourceError) {
 	e := c.e
 	_, en := e.lookupEntryLocked(r.TypeURL, re.Key)
@@ -173,15 +167,11 @@ func (c *channel) applyResourceErrorLocked(r *wire.Response, re wire.ResourceErr
 // applyDeletionsLocked deletes, for all-resources-required types (LDS,
 // CDS), the cached resources a SotW response of the active server left
 // out. coverLocked moved those it named to the front of their marked
-// order, so while no authority changed servers only the others, behind
-// them, are looked at: a walk of a large cache would be the lock's
-// longest hold.
+// order, so while no authority changed servers only those behind are
+// looked at: walking a large cache would be the lock's longest hold.
 func (c *channel) applyDeletionsLocked(r *wire.Response) {
 	ordered := c.applyingActive == c.e.activeGen
-	for _, a := range c.authsSortedLocked() {
-		if a.active() != c {
-			continue
-		}
+	for _, a := range c.authsLocked(true) {
 		if !ordered {
 			for _, en := range a.resources[r.TypeURL] {
 				c.maybeDeletedLocked(r, en)
@@ -238,10 +228,7 @@ func (c *channel) unreadableLocked(r *wire.Response) {
 		return
 	}
 	e.metrics.Add(metrics.Invalid, 1, c.server.URI, r.TypeURL)
-	for _, a := range c.authsSortedLocked() {
-		if a.active() != c {
-			continue
-		}
+	for _, a := range c.authsLocked(true) {
 		for _, en := range a.resources[r.TypeURL] {
 			if en.orphaned {
 				continue
@@ -252,14 +239,9 @@ func (c *channel) unreadableLocked(r *wire.Response) {
 	}
 }
 
-// Glob collections (xRFC TP1): a watch of "xdstp://a/type/path/*" is one
-// cache entry, subscribed by that name, whose members (package glob)
-// arrive and go by their own names; once a response is applied, each
-// collection it touched is delivered anew.
-
-// applyMemberLocked records a member's new value, its removal (value
-// nil) or error, for delivery when the response is finished, if key is a
-// member of a watched collection.
+// applyMemberLocked records, if key is a member of a watched glob
+// collection (xRFC TP1: one entry, ".../*"), its new value, removal (value
+// nil) or error; deliverGlobsLocked delivers the collections at the end.
 func (c *channel) applyMemberLocked(typeURL, key string, value registry.Resource, version string, resErr error) {
 	gk, ok := xdsname.GlobOf(key)
 	if !ok {
@@ -285,15 +267,10 @@ func (c *channel) applyMemberLocked(typeURL, key string, value registry.Resource
 	c.globsTouched[ge] = true
 }
 
-// deliverGlobsLocked delivers the collections the response changed.
 func (c *channel) deliverGlobsLocked(version string, received time.Time, gate *wire.Gate) {
 	e := c.e
-	touched := make([]*entry, 0, len(c.globsTouched))
-	for ge := range c.globsTouched {
-		touched = append(touched, ge)
-	}
+	touched := slices.SortedFunc(maps.Keys(c.globsTouched), func(a, b *entry) int { return strings.Compare(a.name, b.name) })
 	c.globsTouched = nil
-	slices.SortFunc(touched, func(a, b *entry) int { return strings.Compare(a.name, b.name) })
 	for _, ge := range touched {
 		if ge.watchers == nil && ge.orphaned {
 			continue

@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -87,13 +89,8 @@ func (e *Engine) newAuthority(name string, servers []bootstrap.ServerConfig, rea
 	if e.switches.DisableFallback && len(servers) > 1 {
 		servers = servers[:1]
 	}
-	return &authority{
-		name:             name,
-		servers:          servers,
-		reachabilityOnly: reachabilityOnly && !e.switches.DisableEndpointFallback,
-		resources:        make(map[string]map[string]*entry),
-		marked:           make(map[string]*markOrder),
-	}
+	return &authority{name: name, servers: servers, reachabilityOnly: reachabilityOnly && !e.switches.DisableEndpointFallback,
+		resources: make(map[string]map[string]*entry), marked: make(map[string]*markOrder)}
 }
 
 // resolveName finds a resource name's authority and cache key: the name,
@@ -140,7 +137,6 @@ func (e *Engine) plainAuthority(typeURL, name string) *authority {
 	return e.authorities[auth]
 }
 
-// lookupEntryLocked finds the entry for a name received from a server.
 func (e *Engine) lookupEntryLocked(typeURL, name string) (*authority, *entry) {
 	a, key, err := e.resolveName(typeURL, name)
 	if err != nil {
@@ -150,12 +146,7 @@ func (e *Engine) lookupEntryLocked(typeURL, name string) (*authority, *entry) {
 }
 
 func (e *Engine) allAuthoritiesLocked() []*authority {
-	out := make([]*authority, 0, len(e.authorities)+1)
-	out = append(out, e.oldStyle)
-	for _, a := range e.authorities {
-		out = append(out, a)
-	}
-	return out
+	return slices.AppendSeq([]*authority{e.oldStyle}, maps.Values(e.authorities))
 }
 
 // keyLookup finds the entries of one type's cache keys, which a stream
@@ -173,11 +164,6 @@ type keyLookup struct {
 	byName map[string]*entry
 }
 
-func (e *Engine) keyLookup(typeURL string) keyLookup {
-	return keyLookup{e: e, typeURL: typeURL}
-}
-
-// entry returns key's entry and its authority, or nils.
 func (k *keyLookup) entry(key string) (*authority, *entry) {
 	if rest, ok := strings.CutPrefix(key, "xdstp://"); ok {
 		i := strings.IndexByte(rest, '/')

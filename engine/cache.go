@@ -36,8 +36,7 @@ const (
 	StateTimeout
 )
 
-// states are each state's CSDS status and A78 metric labels, without and
-// with a cached resource (A88).
+// states: each state's CSDS status and A78 labels, uncached and cached (A88).
 var states = [...]struct {
 	csds               adminpb.ClientResourceStatus
 	label, cachedLabel string
@@ -83,14 +82,12 @@ func (s CacheState) MetricLabel(cached bool) string {
 // entry is the cache entry of one (type, name): the resource in use and
 // the last error, held independently (A88), and the watchers.
 type entry struct {
-	typ  *registry.ResourceType // shared by every entry of the type
-	name string                 // cache key: the name, canonical for xdstp
-	auth *authority
-	// watchers, in the order they came: usually one or two, so a slice
-	// costs less than a map, and notifies in a stable order.
-	watchers []*watch
-	orphaned bool // no watcher, waiting for a request without it
-	removed  bool // out of the cache for good (a channel's order may hold it)
+	typ      *registry.ResourceType // shared by every entry of the type
+	name     string                 // cache key: the name, canonical for xdstp
+	auth     *authority
+	watchers []*watch // in the order they came: usually one or two, so a slice beats a map
+	orphaned bool     // no watcher, waiting for a request without it
+	removed  bool     // out of the cache for good (a channel's order may hold it)
 
 	value   registry.Resource // nil when nothing usable is cached
 	raw     []byte            // serialized form of value
@@ -123,7 +120,7 @@ type entryFailure struct {
 	ambient       error
 }
 
-// lastError is why the entry is not ACKED, or nil.
+// lastError is why the entry is not ACKED.
 func (en *entry) lastError() *Error {
 	if en.fail == nil {
 		return nil
@@ -146,8 +143,7 @@ func (en *entry) setError(err *Error, version string, at time.Time) {
 	en.fail.err, en.fail.failedVersion, en.fail.failedAt = err, version, at
 }
 
-// setAmbient records the ambient error given to the watchers; nil clears
-// it, and the failure once empty.
+// setAmbient records the ambient error the watchers were given (nil: none).
 func (en *entry) setAmbient(err error) {
 	switch {
 	case err != nil:
@@ -230,10 +226,9 @@ func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason
 	e.notifyErrorLocked(en, err, gate)
 }
 
-// onUnattributedNACKLocked records a NACK of an unreadable response of
-// the entry's type: the entry shows it (NACKED) and its watchers are
-// told, but a cached resource is kept whatever the server's features
-// say, since the response may not have held it.
+// onUnattributedNACKLocked records a NACK of an unreadable response of the
+// entry's type: NACKED, watchers told, but a cached resource is kept
+// whatever the server's features say: the response may not have held it.
 func (e *Engine) onUnattributedNACKLocked(en *entry, err *Error, gate *wire.Gate) {
 	en.state = StateNACKed
 	en.setError(err, "", e.clock.Now())
@@ -253,8 +248,8 @@ func (e *Engine) notifyErrorLocked(en *entry, err *Error, gate *wire.Gate) {
 }
 
 // onTimerLocked handles the does-not-exist timer's expiry for an uncached
-// resource: a change (A88), NOT_FOUND or, with
-// resource_timer_is_transient_error, UNAVAILABLE.
+// resource: a change (A88), NOT_FOUND, or UNAVAILABLE on a server with
+// resource_timer_is_transient_error.
 func (e *Engine) onTimerLocked(en *entry, c *channel) {
 	if en.value != nil {
 		return

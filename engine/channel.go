@@ -10,6 +10,7 @@ import (
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
+	"github.com/xdsengine/xdsengine/engine/internal/namelist"
 	"github.com/xdsengine/xdsengine/engine/internal/transports"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
@@ -30,27 +31,19 @@ type channel struct {
 	buildErr   error
 	memo       *wire.Memo
 
-	auths map[*authority]struct{}
-	// subscribed keeps, per type, the sorted names handed to streams: an
-	// ACK costs no walk of the cache and no sort, a watch a merge.
-	subscribed map[string]*subscribedNames
-	versions   map[string]string // type URL → last accepted version_info
-	// status is the error watchers were told of a connectivity failure,
-	// until the next response (A57).
-	status *Error
-	// connected: a response came since the last connectivity failure
-	// (A78's grpc.xds_client.connected).
-	connected bool
-	delta     bool // the server speaks incremental ADS
+	auths      map[*authority]struct{}
+	subscribed map[string]*namelist.List // by type: the names handed to streams
+	versions   map[string]string         // type URL → last accepted version_info
+	status     *Error                    // the connectivity failure watchers were told of, until a response (A57)
+	connected  bool                      // a response came since the last connectivity failure (A78)
+	delta      bool                      // the server speaks incremental ADS
 	// reconnected: an incremental server answered after a connectivity
-	// failure; once the response is applied, the errors of what it did
-	// not re-send are cleared.
+	// failure; what it did not re-send has its error cleared once applied.
 	reconnected bool
-	// The response being applied: shapeGen and activeGen when it began,
-	// how many of the entries of the authorities this channel serves it
-	// named so far, and the mark it gives them (entry.coveredBy). If it
-	// named all and nothing changed meanwhile, it deletes nothing; else
-	// the entries it did not mark are its deletions.
+	// The response being applied: shapeGen and activeGen when it began, how
+	// many entries of this channel's authorities it named, and the mark it
+	// gives them (entry.coveredBy). If it named all and nothing changed
+	// meanwhile it deletes nothing; else what it did not mark is deleted.
 	applyingShape, applyingActive uint64
 	applyingCovered               int
 	applyingMark                  uint64
@@ -67,34 +60,19 @@ type channel struct {
 	closed       bool
 }
 
-// channelLocked returns the server's channel, made on first use.
 func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 	key := transports.Key(s)
 	if c, ok := e.channels[key]; ok {
 		return c
 	}
 	fs := features.Resolve(s.ServerFeatures, e.known...)
-	c := &channel{
-		e:          e,
-		server:     s,
-		key:        key,
-		features:   fs,
-		delta:      s.Delta || fs.Has(features.NameDeltaXDS),
-		memo:       wire.NewMemo(),
-		auths:      make(map[*authority]struct{}),
-		subscribed: make(map[string]*subscribedNames),
-		versions:   make(map[string]string),
-		order:      make(map[string][]*entry),
-	}
+	c := &channel{e: e, server: s, key: key, features: fs, delta: s.Delta || fs.Has(features.NameDeltaXDS),
+		memo: wire.NewMemo(), auths: make(map[*authority]struct{}), subscribed: make(map[string]*namelist.List),
+		versions: make(map[string]string), order: make(map[string][]*entry)}
 	c.serverInfo = registry.ServerInfo{URI: s.URI, Features: fs, Delta: c.delta}
-	var ignored []string
-	for _, n := range s.ServerFeatures {
-		if !fs.Has(n) {
-			ignored = append(ignored, n)
-		}
-	}
 	// Unknown names are ignored (gRFC A27), so a typo is silent: say at
 	// DEBUG what each server's features came to.
+	ignored := slices.DeleteFunc(slices.Clone(s.ServerFeatures), fs.Has)
 	e.log.Debug("xDS server features", "server", s.URI, "active", fs.Names(), "ignored", ignored)
 	c.transport, c.buildErr = e.transports.Acquire(key, s)
 	e.channels[key] = c
@@ -105,7 +83,7 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 // may have changed in any way (an authority came or went).
 func (c *channel) typeChangedLocked(typeURL string) {
 	if sn := c.subscribed[typeURL]; sn != nil {
-		sn.stale = true
+		sn.MarkStale()
 	}
 	c.wakeStreamLocked(typeURL)
 }
@@ -114,13 +92,13 @@ func (c *channel) typeChangedLocked(typeURL string) {
 // the type's names: a watch made or revived its entry, or its last went.
 func (c *channel) nameChangedLocked(typeURL, key string) {
 	if sn := c.subscribed[typeURL]; sn != nil {
-		sn.touch(key)
+		sn.Touch(key)
 	}
 	c.wakeStreamLocked(typeURL)
 }
 
-// wakeStreamLocked has the channel's stream write typeURL's subscriptions,
-// starting a stream if none is running or waiting out a backoff.
+// wakeStreamLocked has the stream write the type's subscriptions,
+// starting one if none is running or in backoff.
 func (c *channel) wakeStreamLocked(typeURL string) {
 	if c.closed {
 		return
@@ -133,11 +111,11 @@ func (c *channel) wakeStreamLocked(typeURL string) {
 	}
 }
 
-// endedLocked handles the end of the stream (A57): one that saw a
-// response is replaced at once, backoff reset; one that saw none is a
-// connectivity failure, reported (or answered by fallback) and retried
-// after backoff. A response too large to read is a failure whatever came
-// before: an immediate retry would get it again.
+// endedLocked handles the end of the stream (A57): one that saw a response
+// is replaced at once, backoff reset; one that saw none is a connectivity
+// failure, reported (or answered by fallback) and retried after backoff.
+// A response too large to read fails it whatever came before: a retry at
+// once would get it again.
 func (c *channel) endedLocked(err error, sawResponse bool) {
 	c.stream, c.host = nil, nil
 	if c.closed || c.e.closed.Load() {
@@ -186,10 +164,7 @@ func (c *channel) onServerFailureLocked(cause *Error) {
 		c.e.log.Warn("xDS server unreachable", "server", c.server.URI, "error", cause.Err)
 		c.e.metrics.Add(metrics.Failures, 1, c.server.URI, "")
 	}
-	for _, a := range c.authsSortedLocked() {
-		if a.active() != c {
-			continue
-		}
+	for _, a := range c.authsLocked(true) {
 		if c.e.maybeFallbackLocked(a) {
 			continue
 		}
@@ -209,7 +184,7 @@ func (c *channel) receivedLocked() {
 		c.e.log.Info("xDS server reachable again", "server", c.server.URI)
 		c.reconnected = c.delta // what it updates, the update tells
 	}
-	for _, a := range c.authsSortedLocked() {
+	for _, a := range c.authsLocked(false) {
 		i := slices.Index(a.channels, c)
 		if i < 0 || i == len(a.channels)-1 {
 			continue
@@ -231,10 +206,7 @@ func (c *channel) receivedLocked() {
 // initial_resource_versions showed unchanged, and its silence confirms it.
 func (c *channel) clearConnectivityErrorsLocked(gate *wire.Gate) {
 	c.reconnected = false
-	for _, a := range c.authsSortedLocked() {
-		if a.active() != c {
-			continue
-		}
+	for _, a := range c.authsLocked(true) {
 		for _, byName := range a.resources {
 			for _, en := range byName {
 				if en.source == c && en.value != nil && KindOf(en.ambientError()) == KindConnectivity {
@@ -246,10 +218,14 @@ func (c *channel) clearConnectivityErrorsLocked(gate *wire.Gate) {
 	}
 }
 
-func (c *channel) authsSortedLocked() []*authority {
+// authsLocked returns the channel's authorities (activeOnly: those it is
+// active for), sorted by name.
+func (c *channel) authsLocked(activeOnly bool) []*authority {
 	out := make([]*authority, 0, len(c.auths))
 	for a := range c.auths {
-		out = append(out, a)
+		if !activeOnly || a.active() == c {
+			out = append(out, a)
+		}
 	}
 	slices.SortFunc(out, func(x, y *authority) int { return cmp.Compare(x.name, y.name) })
 	return out
@@ -271,7 +247,6 @@ func (c *channel) releaseLocked(a *authority) {
 	c.shutdownLocked()
 }
 
-// shutdownLocked ends the stream and retries, and gives the transport back.
 func (c *channel) shutdownLocked() {
 	if c.closed {
 		return
@@ -285,16 +260,14 @@ func (c *channel) shutdownLocked() {
 	c.e.transports.Release(c.key)
 }
 
-// channelErrorFor is the connectivity error as a resource's watchers see it.
 func (e *Engine) channelErrorFor(c *channel, en *entry) *Error {
 	err := *c.status
-	err.TypeURL = en.typ.TypeURL
-	err.Name = en.name
+	err.TypeURL, err.Name = en.typ.TypeURL, en.name
 	return &err
 }
 
 // notifyChannelErrorLocked tells the authority's watchers that its server
-// is unreachable. The cache state does not change (A88).
+// is unreachable; the cache state does not change (A88).
 func (e *Engine) notifyChannelErrorLocked(a *authority, c *channel) {
 	for _, byName := range a.resources {
 		for _, en := range byName {

@@ -17,14 +17,12 @@ import (
 // Config configures an Engine. The engine does not modify it; a Config may
 // be reused.
 type Config struct {
-	// Bootstrap holds the servers (at least one), node and authorities.
-	// Required.
+	// Bootstrap holds the servers (at least one), node and authorities; required.
 	Bootstrap *bootstrap.Bootstrap
 	// Registry holds the resource types this engine can watch. Required.
 	Registry *registry.Registry
-	// Features are server features of the user's own, resolved by name
-	// against the bootstrap's "server_features" together with
-	// [features.Builtin]; on a name clash these win.
+	// Features are server features of the user's own, resolved by name with
+	// [features.Builtin] against "server_features"; they win a name clash.
 	Features []features.ServerFeature
 	// Transport reaches the servers. Nil means gRPC with the credentials
 	// the bootstrap names.
@@ -51,9 +49,8 @@ type Config struct {
 	// means 15 s, or what the server's features say (30 s with
 	// resource_timer_is_transient_error).
 	ResourceTimeout time.Duration
-	// Backoff chooses the wait, on Clock, before the n-th consecutive
-	// retry (from 0) of an ADS stream that failed without a response. Nil
-	// means [DefaultBackoff].
+	// Backoff is the wait, on Clock, before the n-th (from 0) consecutive
+	// retry of a stream that failed without a response; nil: [DefaultBackoff].
 	Backoff func(n int) time.Duration
 	// Logger receives the engine's logs. Nil discards them.
 	Logger *slog.Logger
@@ -64,9 +61,8 @@ type Config struct {
 	// server (gRFC A71). Nil means [DefaultFallbackPolicy].
 	FallbackPolicy FallbackPolicy
 	// Switches pins gRPC's environment switches; nil reads them with
-	// [features.SwitchesFromEnv] when New runs. They reach the resource
-	// types too (registry.DecodeOptions.Switches,
-	// registry.ResourceType.Enabled): this is the one place that decides.
+	// [features.SwitchesFromEnv] in New. They reach the resource types too
+	// (DecodeOptions.Switches, ResourceType.Enabled): one place decides.
 	Switches *features.Switches
 	// Target is the data plane target this engine serves: the CSDS
 	// client_scope and the grpc.target metric label. May be empty.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
+	"github.com/xdsengine/xdsengine/engine/internal/node"
 	"github.com/xdsengine/xdsengine/engine/internal/oplock"
 	"github.com/xdsengine/xdsengine/engine/internal/transports"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
@@ -28,31 +28,21 @@ import (
 	"github.com/xdsengine/xdsengine/transport"
 )
 
-// Version is the xdsengine module's version as Go's build information
-// records it: its tag ("v0.2.0") or pseudo-version when the program
-// requires the module, the version stamped when the module is the
-// program's own, "(devel)" when none. It is the node's user agent version.
+// Version is the module's version as Go's build information records it
+// (a tag such as "v0.2.0", a pseudo-version, or "(devel)" when none): the
+// node's user agent version by default.
 var Version = buildinfo.ModuleVersion()
 
 // DefaultSlowWatcherThreshold is Config.SlowWatcherThreshold's default.
 const DefaultSlowWatcherThreshold = 30 * time.Second
 
-// Client features every engine advertises (gRFC A27, and the
-// envoy.service.discovery.v3.Resource wrapper in SotW).
-const (
-	clientFeatureNoOverprovisioning = "envoy.lb.does_not_support_overprovisioning"
-	clientFeatureResourceInSotW     = "xds.config.resource-in-sotw"
-)
-
 // Engine is an xDS client: it keeps one ADS stream per xDS server it
 // needs, caches what the servers send and tells watchers (gRFC A27, A57,
 // A71, A88, A95). It is safe for concurrent use.
 type Engine struct {
-	cfg Config
-	reg *registry.Registry
-	// types are the registered types on under the switches, which the
-	// cache entries share.
-	types      map[string]*registry.ResourceType
+	cfg        Config
+	reg        *registry.Registry
+	types      map[string]*registry.ResourceType // those on under the switches; entries share them
 	clock      Clock
 	log        *slog.Logger
 	switches   features.Switches
@@ -67,9 +57,7 @@ type Engine struct {
 	// The Config's, with their defaults:
 	maxResponseBytes     int
 	slowWatcherThreshold time.Duration
-	// certificateProviders tells decoders the bootstrap's certificate
-	// provider instances; nil when they are not checked.
-	certificateProviders func(name string) bool
+	certificateProviders func(name string) bool // the bootstrap's instances; nil: unchecked
 	closed               atomic.Bool
 
 	// mu guards everything below, and the authorities' and channels'
@@ -81,22 +69,17 @@ type Engine struct {
 	authorities map[string]*authority // xdstp:// authorities of the bootstrap
 	channels    map[string]*channel   // by transports.Key
 	transports  *transports.Set
-	// shapeGen counts the changes to which entries exist and to which
-	// server each authority uses (channel.applyingShape); activeGen, to
-	// the latter only: while it stays, the entries a response did not mark
-	// are at the back of their authority's marked order.
+	// shapeGen counts changes to which entries exist and which server each
+	// authority uses (channel.applyingShape); activeGen, to the latter: while
+	// it stays, entries a response did not mark are at the back of their order.
 	shapeGen, activeGen uint64
-	// coverMarks numbers the responses applied, so that an entry's
-	// coveredBy names one.
-	coverMarks uint64
+	coverMarks          uint64 // numbers the responses applied, for entry.coveredBy
 	// notices is the rest of the chunk that the notifications of
 	// noticeGate's response come from (newNoticeLocked).
 	notices     []notice
 	noticeGate  *wire.Gate
 	noticeChunk int
-	// lastOrigin is the last notification's, which the next ones of its
-	// response share (originLocked).
-	lastOrigin *origin
+	lastOrigin  *origin // the last notification's, which the next of its response share
 }
 
 // New builds an engine. It connects to no server until the first Watch.
@@ -104,20 +87,17 @@ func New(cfg Config) (*Engine, error) {
 	if err := checkConfig(cfg); err != nil {
 		return nil, err
 	}
-	e := &Engine{
-		cfg:         cfg,
-		reg:         cfg.Registry,
-		nodeID:      cfg.Bootstrap.Node.ID,
-		authorities: make(map[string]*authority),
-		channels:    make(map[string]*channel),
-	}
+	e := &Engine{cfg: cfg, reg: cfg.Registry, nodeID: cfg.Bootstrap.Node.ID,
+		authorities: make(map[string]*authority), channels: make(map[string]*channel)}
 	e.mu.Run = e.applyOpLocked
 	e.applyDefaults()
 	e.transports = transports.New(e.cfg.Transport, transport.Options{MaxResponseBytes: e.maxResponseBytes}, e.log, &e.streamsRun)
 	e.types = make(map[string]*registry.ResourceType, cfg.Registry.Len())
+	var clientFeatures []string
 	for _, u := range cfg.Registry.TypeURLs() {
 		if t, _ := cfg.Registry.Lookup(u); t.EnabledUnder(e.switches) {
 			e.types[u] = &t
+			clientFeatures = append(clientFeatures, t.ClientFeatures...)
 		}
 	}
 	if err := transport.CheckServers(e.cfg.Transport, cfg.Bootstrap); err != nil {
@@ -128,7 +108,7 @@ func New(cfg Config) (*Engine, error) {
 		builtin = features.LegacyBuiltin
 	}
 	e.known = append(builtin(), append([]features.ServerFeature{features.DeltaXDS}, cfg.Features...)...)
-	e.node = e.buildNode()
+	e.node = node.Build(cfg.Bootstrap.Node, cmp.Or(cfg.UserAgentName, "xdsengine"), cmp.Or(cfg.UserAgentVersion, Version), clientFeatures)
 	e.oldStyle = e.newAuthority("", cfg.Bootstrap.Servers, false)
 	e.oldStyle.oldStyle = true
 	for name, a := range cfg.Bootstrap.Authorities {
@@ -176,7 +156,6 @@ func checkConfig(cfg Config) error {
 	return nil
 }
 
-// applyDefaults fills in what the Config left at its zero value.
 func (e *Engine) applyDefaults() {
 	cfg := e.cfg
 	// Interfaces are compared with nil, not with cmp.Or: a Clock or
@@ -192,12 +171,7 @@ func (e *Engine) applyDefaults() {
 		e.certificateProviders = func(name string) bool { _, ok := names[name]; return ok }
 	}
 	e.maxResponseBytes = cmp.Or(cfg.MaxResponseBytes, transport.DefaultMaxResponseBytes)
-	switch e.slowWatcherThreshold = cfg.SlowWatcherThreshold; {
-	case e.slowWatcherThreshold == 0:
-		e.slowWatcherThreshold = DefaultSlowWatcherThreshold
-	case e.slowWatcherThreshold < 0:
-		e.slowWatcherThreshold = 0
-	}
+	e.slowWatcherThreshold = max(cmp.Or(cfg.SlowWatcherThreshold, DefaultSlowWatcherThreshold), 0)
 	e.backoff = cfg.Backoff
 	if e.backoff == nil {
 		e.backoff = DefaultBackoff
@@ -216,42 +190,16 @@ func (e *Engine) applyDefaults() {
 	}
 }
 
-func (e *Engine) buildNode() *corepb.Node {
-	n := e.cfg.Bootstrap.Node
-	node := &corepb.Node{Id: n.ID, Cluster: n.Cluster, Metadata: n.Metadata,
-		UserAgentName:        cmp.Or(e.cfg.UserAgentName, "xdsengine"),
-		UserAgentVersionType: &corepb.Node_UserAgentVersion{UserAgentVersion: cmp.Or(e.cfg.UserAgentVersion, Version)},
-	}
-	if n.Locality != (bootstrap.Locality{}) {
-		node.Locality = &corepb.Locality{Region: n.Locality.Region, Zone: n.Locality.Zone, SubZone: n.Locality.SubZone}
-	}
-	cf := []string{clientFeatureNoOverprovisioning, clientFeatureResourceInSotW}
-	for _, u := range e.reg.TypeURLs() { // e.types, in a stable order
-		t := e.types[u]
-		if t == nil {
-			continue
-		}
-		for _, f := range t.ClientFeatures {
-			if !slices.Contains(cf, f) {
-				cf = append(cf, f)
-			}
-		}
-	}
-	node.ClientFeatures = cf
-	return node
-}
-
 // NodeID returns the node ID from the bootstrap.
 func (e *Engine) NodeID() string { return e.nodeID }
 
 // Registry returns the engine's resource types.
 func (e *Engine) Registry() *registry.Registry { return e.reg }
 
-// Close stops every stream and the callback goroutine. No callback starts
+// Close stops every stream and the callback goroutine: no callback starts
 // after Close returns, and no goroutine of the engine is left, whatever
-// it was doing (connecting, in backoff, applying a response, awaiting a
-// done). Called from a watcher callback (or a Pool's release there), it
-// returns without waiting for that callback, and the callback goroutine
+// it was doing. Called from a watcher callback (or a Pool's release
+// there), it returns without waiting for that callback, whose goroutine
 // ends as soon as it returns.
 func (e *Engine) Close() error {
 	e.mu.Lock()
@@ -269,9 +217,7 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	var errs []error
 	for _, t := range lent {
-		if err := t.Close(); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, t.Close()) // Join drops nils
 	}
 	e.streamsRun.Wait()
 	e.ser.Close()
@@ -279,20 +225,18 @@ func (e *Engine) Close() error {
 	return errors.Join(errs...)
 }
 
-// What a client of another xDS service on the same servers needs from the
-// engine: package lrs reports load over the engine's connections, with
-// its node, clock and backoff, and needs no configuration of its own.
+// For other xDS services on the same servers: package lrs reports load
+// over the engine's connections, node, clock and backoff, configuring none.
 
 // Node returns the node the engine sends in each stream's first request
 // (id, cluster, locality, metadata, user agent, client features), as a
 // copy the caller may modify.
 func (e *Engine) Node() *corepb.Node { return proto.Clone(e.node).(*corepb.Node) }
 
-// Transport returns the transport to server that the engine's streams
-// use, shared: one connection per server entry for every xDS service on
-// it, as gRPC keeps. release gives it back; the connection closes with
-// its last user, and with the engine. After Close, Transport fails with
-// codes.Unavailable.
+// Transport returns the engine's transport to server, shared: one
+// connection per server entry for every xDS service, as gRPC keeps.
+// release gives it back; it closes with its last user, and with the
+// engine. After Close, Transport fails with codes.Unavailable.
 func (e *Engine) Transport(server bootstrap.ServerConfig) (t transport.Transport, release func(), err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -305,21 +249,17 @@ func (e *Engine) Transport(server bootstrap.ServerConfig) (t transport.Transport
 		e.transports.Release(key)
 		return nil, nil, err
 	}
-	var once sync.Once
-	return t, func() {
-		once.Do(func() {
-			e.mu.Lock()
-			e.transports.Release(key)
-			e.mu.Unlock()
-		})
-	}, nil
+	return t, sync.OnceFunc(func() {
+		e.mu.Lock()
+		e.transports.Release(key)
+		e.mu.Unlock()
+	}), nil
 }
 
 // Clock returns the engine's clock (Config.Clock, or the wall clock).
 func (e *Engine) Clock() Clock { return e.clock }
 
-// Logger returns the engine's logger (Config.Logger, or one that
-// discards).
+// Logger returns the engine's logger (Config.Logger, or a discarding one).
 func (e *Engine) Logger() *slog.Logger { return e.log }
 
 // Backoff returns how long the engine waits before its n-th retry of a

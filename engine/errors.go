@@ -23,9 +23,8 @@ const (
 	KindConnectivity
 	// KindNACK: the resource failed validation. Data; INVALID_ARGUMENT.
 	KindNACK
-	// KindDeleted: the server deleted the resource (a SotW LDS/CDS
-	// response left it out, or an incremental one removed it). Data;
-	// NOT_FOUND.
+	// KindDeleted: the server deleted the resource (left out of a SotW
+	// LDS/CDS response, or removed incrementally). Data; NOT_FOUND.
 	KindDeleted
 	// KindDoesNotExist: the does-not-exist timer fired. NOT_FOUND.
 	KindDoesNotExist
@@ -40,21 +39,18 @@ const (
 	// KindUnknownAuthority: an xdstp:// name's authority is not in the
 	// bootstrap. FAILED_PRECONDITION.
 	KindUnknownAuthority
-	// KindUnknownType: the type URL is not registered (or switched off),
-	// or a resource is not of a typed watcher's Go type.
-	// FAILED_PRECONDITION.
+	// KindUnknownType: the type URL is not registered (or is switched
+	// off), or a resource is not a typed watcher's Go type. FAILED_PRECONDITION.
 	KindUnknownType
-	// KindUnroutable: a Mux has no source for the resource.
-	// FAILED_PRECONDITION.
+	// KindUnroutable: a Mux has no source for it. FAILED_PRECONDITION.
 	KindUnroutable
 	// KindClosed: the engine was closed. UNAVAILABLE.
 	KindClosed
 	// KindDependency: a dependency graph cannot be resolved (a missing or
 	// failed resource, or a cycle). The underlying error's code.
 	KindDependency
-	// KindResponseTooLarge: a response larger than
-	// Config.MaxResponseBytes could not be read. Transient;
-	// RESOURCE_EXHAUSTED.
+	// KindResponseTooLarge: a response over Config.MaxResponseBytes could
+	// not be read. Transient; RESOURCE_EXHAUSTED.
 	KindResponseTooLarge
 )
 

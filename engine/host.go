@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
+	"github.com/xdsengine/xdsengine/engine/internal/namelist"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/transport"
@@ -36,32 +37,28 @@ func (h *streamHost) Subscription(typeURL string) wire.Subscription {
 }
 
 func (h *streamHost) Apply(p wire.Part) {
-	if !h.current() {
-		return
+	if h.current() {
+		defer h.c.e.mu.Unlock()
+		h.c.applyLocked(p)
 	}
-	defer h.c.e.mu.Unlock()
-	h.c.applyLocked(p)
 }
 
-// Timeout: resources did not arrive in time.
 func (h *streamHost) Timeout(typeURL string, names []string) {
-	if !h.current() {
-		return
-	}
-	defer h.c.e.mu.Unlock()
-	for _, name := range names {
-		if _, en := h.c.e.lookupEntryLocked(typeURL, name); en != nil {
-			h.c.e.onTimerLocked(en, h.c)
+	if h.current() {
+		defer h.c.e.mu.Unlock()
+		for _, name := range names {
+			if _, en := h.c.e.lookupEntryLocked(typeURL, name); en != nil {
+				h.c.e.onTimerLocked(en, h.c)
+			}
 		}
 	}
 }
 
 func (h *streamHost) Ended(err error, sawResponse bool) {
-	if !h.current() {
-		return
+	if h.current() {
+		defer h.c.e.mu.Unlock()
+		h.c.endedLocked(err, sawResponse)
 	}
-	defer h.c.e.mu.Unlock()
-	h.c.endedLocked(err, sawResponse)
 }
 
 // SlowWatchers logs the resources whose watchers have not called done,
@@ -86,7 +83,6 @@ func (h *streamHost) SlowWatchers(pending []wire.Pending, notifications int) {
 	}
 }
 
-// startStreamLocked starts a stream that writes every watched type.
 func (c *channel) startStreamLocked() {
 	if c.closed || c.e.closed.Load() {
 		return
@@ -98,7 +94,7 @@ func (c *channel) startStreamLocked() {
 	}
 	c.host = &streamHost{c: c}
 	for _, sn := range c.subscribed {
-		sn.given, sn.handed = nil, false
+		sn.NewStream()
 	}
 	c.stream = newStream(wire.Config{
 		Host:                 c.host,
@@ -120,7 +116,6 @@ func (c *channel) startStreamLocked() {
 	}
 }
 
-// stopStreamLocked ends the channel's stream, if any.
 func (c *channel) stopStreamLocked() {
 	if c.stream != nil {
 		c.stream.Stop()
@@ -128,7 +123,6 @@ func (c *channel) stopStreamLocked() {
 	}
 }
 
-// openStream opens an ADS stream on the channel's transport.
 func (c *channel) openStream(ctx context.Context) (transport.Stream, error) {
 	if c.transport == nil {
 		return nil, c.buildErr
@@ -144,7 +138,6 @@ func (c *channel) openStream(ctx context.Context) (transport.Stream, error) {
 	return transport.LimitReceive(st, c.e.maxResponseBytes), nil
 }
 
-// resolveName returns the cache key of a resource name.
 func (c *channel) resolveName(typeURL, name string) (string, error) {
 	_, key, err := c.e.resolveName(typeURL, name)
 	if err != nil {
@@ -153,89 +146,39 @@ func (c *channel) resolveName(typeURL, name string) (string, error) {
 	return key, nil
 }
 
-// subscribedNames is a channel's sorted list of one type's names, the
-// keys that may have joined or left it since, and what the stream was
-// handed last.
-type subscribedNames struct {
-	// names is handed to the stream, which keeps it: replaced, never
-	// modified.
-	names []string
-	// touched are the keys touched since, with repeats: an append per
-	// Watch, where a set would hash and grow. Past len(names)+touchedSlack
-	// keys the list is stale, rebuilt from the cache rather than merged.
-	touched []string
-	stale   bool
-	// given is the list the current stream was handed last, if handed.
-	given  []string
-	handed bool
-}
-
-// touchedSlack bounds the touched keys beyond the list's length: merging
-// more costs about a rebuild, and watches and cancels repeated while no
-// request is built (in backoff) must not grow the list without end.
-const touchedSlack = 1024
-
-func (sn *subscribedNames) touch(key string) {
-	switch {
-	case sn.stale:
-	case len(sn.touched) >= len(sn.names)+touchedSlack:
-		sn.touched, sn.stale = nil, true
-	default:
-		sn.touched = append(sn.touched, key)
-	}
-}
-
 // subscriptionLocked returns the names of a type the stream is to
 // subscribe to now, with their changes since it was last handed them.
 // Orphaned entries are left out and, on their active channel, deleted:
-// the request about to be written unsubscribes them. A watch added to
-// 10,000 names costs a merge of one name, not a rebuild.
+// the request about to be written unsubscribes them.
 func (c *channel) subscriptionLocked(typeURL string) wire.Subscription {
 	sn := c.subscribed[typeURL]
 	if sn == nil {
-		sn = &subscribedNames{stale: true}
+		sn = &namelist.List{}
 		c.subscribed[typeURL] = sn
 	}
-	var added, removed []string
-	switch {
-	case sn.stale:
-		sn.names, sn.touched, sn.stale = c.collectNamesLocked(typeURL), sn.touched[:0], false
-	case len(sn.touched) > 0:
-		added, removed = c.changesLocked(typeURL, sn)
-		clear(sn.touched)
-		sn.touched = sn.touched[:0]
-		old := sn.names
-		sn.names = wire.MergeNames(old, added, removed)
-		if !sn.handed || !sameSlice(sn.given, old) {
-			added, removed = nil, nil
-		}
+	if sn.Stale() {
+		sn.Rebuild(c.collectNamesLocked(typeURL))
+	} else if touched := sn.Touched(); touched != nil {
+		sn.Merge(c.changesLocked(typeURL, sn, touched))
 	}
-	sub := wire.Subscription{Names: sn.names, Version: c.versions[typeURL]}
-	switch {
-	case !sn.handed:
-		sub.Added = sn.names
-	case added != nil || removed != nil:
-		sub.Added, sub.Removed = added, removed
-	case !sameSlice(sn.given, sn.names):
-		sub.Added, sub.Removed = wire.DiffNames(sn.given, sn.names)
-	}
-	if !sn.handed && c.delta {
+	sub := wire.Subscription{Version: c.versions[typeURL]}
+	var first bool
+	sub.Names, sub.Added, sub.Removed, first = sn.Next()
+	if first && c.delta {
 		sub.Versions = c.resourceVersionsLocked(typeURL)
 	}
 	if len(sub.Added) > 0 {
 		sub.Timeout = c.timerLocked().Timeout
-		keys := c.e.keyLookup(typeURL)
+		keys := keyLookup{e: c.e, typeURL: typeURL}
 		for _, name := range sub.Added {
 			if _, en := keys.entry(name); en != nil && en.value == nil {
 				sub.Awaited = append(sub.Awaited, name)
 			}
 		}
 	}
-	sn.given, sn.handed = sn.names, true
 	return sub
 }
 
-// collectNamesLocked builds a type's list from the cache.
 func (c *channel) collectNamesLocked(typeURL string) []string {
 	n := 0 // a bound: orphaned entries are counted
 	for a := range c.auths {
@@ -257,17 +200,14 @@ func (c *channel) collectNamesLocked(typeURL string) []string {
 	for _, en := range gone {
 		c.e.removeEntryLocked(en)
 	}
-	wire.SortNames(names)
 	return names
 }
 
 // changesLocked tells which touched names joined the list and which left
-// it: a sort of them and a binary search of each, k log n for k names
-// rather than a walk of all n.
-func (c *channel) changesLocked(typeURL string, sn *subscribedNames) (added, removed []string) {
-	wire.SortNames(sn.touched)
+// it: a binary search each, k log n for k names rather than a walk of n.
+func (c *channel) changesLocked(typeURL string, sn *namelist.List, touched []string) (added, removed []string) {
 	var gone []*entry
-	for _, key := range slices.Compact(sn.touched) {
+	for _, key := range touched {
 		member := false
 		switch en := c.entryLocked(typeURL, key); {
 		case en == nil:
@@ -278,7 +218,7 @@ func (c *channel) changesLocked(typeURL string, sn *subscribedNames) (added, rem
 		default:
 			member = true
 		}
-		_, listed := slices.BinarySearch(sn.names, key)
+		listed := sn.Has(key)
 		switch {
 		case member && !listed:
 			added = append(added, key)
@@ -292,7 +232,6 @@ func (c *channel) changesLocked(typeURL string, sn *subscribedNames) (added, rem
 	return added, removed
 }
 
-// entryLocked finds a cache key among the channel's authorities.
 func (c *channel) entryLocked(typeURL, key string) *entry {
 	for a := range c.auths {
 		if en := a.resources[typeURL][key]; en != nil {
@@ -302,7 +241,6 @@ func (c *channel) entryLocked(typeURL, key string) *entry {
 	return nil
 }
 
-// subscribedTypesLocked lists the types with at least one watched name.
 func (c *channel) subscribedTypesLocked() []string {
 	var types []string
 	for a := range c.auths {
@@ -340,17 +278,10 @@ func (c *channel) resourceVersionsLocked(typeURL string) map[string]string {
 	return versions
 }
 
-// timerLocked is the does-not-exist timer of resources from this server.
 func (c *channel) timerLocked() features.Timer {
 	t := c.features.ResourceTimer(features.DefaultTimer)
 	if c.e.cfg.ResourceTimeout > 0 {
 		t.Timeout = c.e.cfg.ResourceTimeout
 	}
 	return t
-}
-
-// sameSlice reports whether a and b are the same slice (the same array,
-// the same length): a list handed to a stream is replaced, never changed.
-func sameSlice(a, b []string) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

@@ -59,8 +59,7 @@ func (p *Pool) Get(target string) (e *Engine, release func(), err error) {
 		p.engines[target] = pe
 	}
 	pe.refs++
-	var once sync.Once
-	return pe.e, func() { once.Do(func() { p.release(target, pe) }) }, nil
+	return pe.e, sync.OnceFunc(func() { p.release(target, pe) }), nil
 }
 
 func (p *Pool) release(target string, pe *pooled) {

@@ -79,13 +79,11 @@ func (e *Engine) Authorities() []AuthorityStatus {
 	return out
 }
 
-// Dump returns the engine's cache as a CSDS ClientConfig (gRFC A40): one
-// entry per watched resource, with the A88 cache state, the cached
-// version and resource, and the last error. client_scope is
-// Config.Target. The result is the caller's.
-//
-// The lock is held only to copy each entry's fields, which are immutable
-// values, so a dump of 100,000 resources does not stall the streams.
+// Dump returns the engine's cache as a CSDS ClientConfig (gRFC A40): each
+// watched resource's A88 cache state, cached version and resource, and
+// last error; client_scope is Config.Target. The result is the caller's.
+// Only copying the entries' immutable fields holds the lock, so a dump of
+// 100,000 resources does not stall the streams.
 func (e *Engine) Dump() *statuspb.ClientConfig {
 	e.mu.Lock()
 	count := 0
@@ -138,9 +136,8 @@ const (
 	LabelCacheState   = metrics.LabelCacheState
 )
 
-// gauges reads what the gauges report from the engine's state: which
-// servers are connected, and the watched resources by authority, type and
-// cache state.
+// gauges reads the gauges' values: which servers are connected, and the
+// watched resources by authority, type and cache state.
 func (e *Engine) gauges() (metrics.Gauges, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

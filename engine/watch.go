@@ -18,8 +18,8 @@ type watch struct {
 	canceled atomic.Bool
 }
 
-// watchedEntry is a watch with the entry it makes if its resource is not
-// watched yet: one allocation, not two, since watches make most entries.
+// watchedEntry is a watch and the entry it makes if none exists: one
+// allocation, not two, since watches make most entries.
 type watchedEntry struct {
 	first watch
 	entry entry
@@ -36,11 +36,10 @@ type op struct {
 }
 
 // Watch starts watching the resource of type typeURL called name and
-// returns the function that stops it. The callbacks run on the engine's
-// callback goroutine (see [ResourceWatcher]). An unknown type, an
-// unparsable name or an authority missing from the bootstrap reach the
-// watcher as an error at once, and open no stream. Watch never waits for
-// a response to be applied. After Close, Watch does nothing.
+// returns the function that stops it (see [ResourceWatcher]). An unknown
+// type, an unparsable name or an authority missing from the bootstrap
+// reach the watcher as an error at once, and open no stream. Watch never
+// waits for a response to be applied. After Close, it does nothing.
 func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) {
 	if w == nil {
 		panic("engine: Watch with a nil watcher")
@@ -73,7 +72,6 @@ func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) 
 	}
 }
 
-// lookupType returns a registered type on under the engine's switches.
 func (e *Engine) lookupType(typeURL string) (*registry.ResourceType, bool) {
 	t := e.types[typeURL]
 	return t, t != nil
@@ -85,7 +83,6 @@ func (e *Engine) failWatch(w ResourceWatcher, err *Error) {
 	e.ser.Schedule(func() { deliverChange(w, u, func() {}) })
 }
 
-// applyOpLocked applies a queued Watch or cancel call.
 func (e *Engine) applyOpLocked(o op) {
 	if e.closed.Load() {
 		return
@@ -141,8 +138,7 @@ func (e *Engine) subscribeLocked(en *entry, isNew bool) {
 	}
 }
 
-// addChannelLocked connects the authority's next server, which becomes
-// its active one.
+// addChannelLocked connects the authority's next server, now its active.
 func (e *Engine) addChannelLocked(a *authority) *channel {
 	c := e.channelLocked(a.servers[len(a.channels)])
 	c.auths[a] = struct{}{}
@@ -173,9 +169,9 @@ func (e *Engine) deliverCurrentLocked(h *watch) {
 }
 
 // cancelLocked removes a watch. An entry left without watchers stays,
-// orphaned, until a request without it is written, so that a new watch
-// before then keeps the cached resource (the server would not send it
-// again); one no stream was handed is removed at once.
+// orphaned, until a request without it is written: a new watch before then
+// keeps the resource, which the server would not send again. One no
+// stream was handed goes at once.
 func (e *Engine) cancelLocked(h *watch) {
 	en := h.entry
 	if en == nil {
@@ -190,7 +186,7 @@ func (e *Engine) cancelLocked(h *watch) {
 	en.orphaned = true
 	written := false
 	for _, c := range en.auth.channels {
-		if sn := c.subscribed[en.typ.TypeURL]; c.stream != nil && sn != nil && sn.handed {
+		if sn := c.subscribed[en.typ.TypeURL]; c.stream != nil && sn != nil && sn.Handed() {
 			written = true
 		}
 		c.nameChangedLocked(en.typ.TypeURL, en.name)
@@ -200,8 +196,8 @@ func (e *Engine) cancelLocked(h *watch) {
 	}
 }
 
-// removeEntryLocked deletes an orphaned entry; an authority left empty
-// releases its channels.
+// removeEntryLocked deletes an orphaned entry; an empty authority lets go
+// of its channels.
 func (e *Engine) removeEntryLocked(en *entry) {
 	a := en.auth
 	byName := a.resources[en.typ.TypeURL]
@@ -226,11 +222,9 @@ func (e *Engine) removeEntryLocked(en *entry) {
 	}
 }
 
-// notice is one watcher callback, scheduled under the engine's lock and
-// run on the serializer: a change (resource or err, with its origin) or
-// an ambient error (err, isAmbient). It holds all the callback needs and
-// its hold on the response's gate in one object: a large response
-// schedules one per resource.
+// notice is one watcher callback, run on the serializer: a change
+// (resource or err, with its origin) or an ambient error. One object holds
+// all it needs, its gate hold too: a large response makes one per resource.
 type notice struct {
 	h         *watch
 	resource  registry.Resource
@@ -241,7 +235,6 @@ type notice struct {
 	done      func()
 }
 
-// update is the Update the notice delivers.
 func (n *notice) update() Update {
 	u := Update{Resource: n.resource, Err: n.err}
 	if o := n.origin; o != nil {
@@ -253,7 +246,7 @@ func (n *notice) update() Update {
 	return u
 }
 
-// About is what the notice is about, for a report of slow watchers.
+// About names the notice's resource in a report of slow watchers.
 func (n *notice) About() wire.Pending {
 	return wire.Pending{TypeURL: n.h.entry.typ.TypeURL, Name: n.h.entry.name}
 }
@@ -311,13 +304,11 @@ func (e *Engine) notifyAmbientLocked(en *entry, err error, gate *wire.Gate) {
 	}
 }
 
-// maxNoticeChunk bounds how many notices are allocated at once.
 const maxNoticeChunk = 64
 
-// newNoticeLocked returns a zero notice. Those of one response (gate)
-// come from shared chunks doubling from 1 to maxNoticeChunk: one
-// allocation per chunk, not per notice, and one for a response that
-// changes one resource. A chunk lives until its last notice has run.
+// newNoticeLocked returns a zero notice. Those of one response (gate) come
+// from chunks doubling from 1 to maxNoticeChunk: one allocation per chunk,
+// one for a one-resource response. A chunk lives until its last notice ran.
 func (e *Engine) newNoticeLocked(gate *wire.Gate) *notice {
 	if gate == nil {
 		return new(notice)

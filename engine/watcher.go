@@ -14,10 +14,9 @@ import (
 //
 // The engine calls watchers one at a time, on one goroutine per engine,
 // with no lock held, so a callback may call Watch and cancel functions.
-// Each call passes done, which the watcher must call exactly once,
-// possibly after returning: the engine reads the server's next response
-// once every watcher notified of the last one has called done (flow
-// control).
+// Each call passes done, to be called exactly once, possibly after
+// returning: the server's next response is read once every watcher
+// notified of the last has called done (flow control).
 type ResourceWatcher interface {
 	// OnResourceChanged delivers a new resource or an error. Exactly one
 	// of r and err is non-nil. An error after a valid resource means:
@@ -38,20 +37,12 @@ type WatcherFuncs struct {
 
 // OnResourceChanged calls ResourceChanged.
 func (w WatcherFuncs) OnResourceChanged(r registry.Resource, err error, done func()) {
-	if w.ResourceChanged == nil {
-		done()
-		return
-	}
-	w.ResourceChanged(r, err, done)
+	TypedWatcherFuncs[registry.Resource](w).OnResourceChanged(r, err, done)
 }
 
 // OnAmbientError calls AmbientError.
 func (w WatcherFuncs) OnAmbientError(err error, done func()) {
-	if w.AmbientError == nil {
-		done()
-		return
-	}
-	w.AmbientError(err, done)
+	TypedWatcherFuncs[registry.Resource](w).OnAmbientError(err, done)
 }
 
 // Source is anything resources can be watched from: an *Engine, a *Mux,
@@ -268,14 +259,11 @@ func (e *Engine) sharedOriginLocked(o origin) *origin {
 func (t typedWatcher[T]) OnUpdate(u Update, done func()) {
 	tu := TypedUpdate[T]{Err: u.Err, Version: u.Version, Server: u.Server, Received: u.Received}
 	if u.Err == nil {
-		v, ok := u.Resource.(T)
-		if !ok {
-			tu.Err = &Error{
-				Kind: KindUnknownType, Code: codes.FailedPrecondition, TypeURL: t.typeURL, Name: t.name,
-				Err: fmt.Errorf("decoded resource is %T, watcher wants %T", u.Resource, tu.Resource),
-			}
-		} else {
+		if v, ok := u.Resource.(T); ok {
 			tu.Resource = v
+		} else {
+			tu.Err = &Error{Kind: KindUnknownType, Code: codes.FailedPrecondition, TypeURL: t.typeURL, Name: t.name,
+				Err: fmt.Errorf("decoded resource is %T, watcher wants %T", u.Resource, tu.Resource)}
 		}
 	}
 	if uw, ok := t.w.(TypedUpdateWatcher[T]); ok {

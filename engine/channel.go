@@ -170,6 +170,7 @@ func (c *channel) onServerFailureLocked(cause *Error) {
 		}
 		if wasHealthy {
 			c.e.notifyChannelErrorLocked(a, c)
+			c.e.notifyWildcardsLocked(a, cause)
 		}
 	}
 }
@@ -183,6 +184,9 @@ func (c *channel) receivedLocked() {
 		c.status = nil
 		c.e.log.Info("xDS server reachable again", "server", c.server.URI)
 		c.reconnected = c.delta // what it updates, the update tells
+		for _, a := range c.authsLocked(true) {
+			c.e.notifyWildcardsLocked(a, nil)
+		}
 	}
 	for _, a := range c.authsLocked(false) {
 		i := slices.Index(a.channels, c)

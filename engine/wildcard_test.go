@@ -3,7 +3,6 @@ package engine_test
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +20,6 @@ import (
 
 // allRec records a WildcardWatcher's calls as "name: what" lines.
 type allRec struct {
-	mu     sync.Mutex
 	events chan string
 }
 

@@ -9,8 +9,15 @@
 package keep
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"sync"
 	"time"
+
+	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xdsengine/xdsengine/bootstrap"
 )
 
 // Key names a resource in the store.
@@ -153,4 +160,53 @@ func (w *Writer) Close() {
 	}
 	w.mu.Unlock()
 	<-w.done
+}
+
+// Stored is a resource as a store gave it back.
+type Stored struct {
+	Server, Version string
+	Raw             []byte
+	Received        time.Time
+}
+
+// Digest is what makes a store's configuration valid for a process: its
+// node (id, cluster, locality, metadata) and its bootstrap's servers and
+// authorities, as deterministic bytes hashed. A store written under
+// another digest is not served.
+func Digest(node *corepb.Node, b *bootstrap.Bootstrap) []byte {
+	type server struct {
+		URI              string
+		Creds, CallCreds []string
+		Features         []string
+		Delta            bool
+	}
+	servers := func(ss []bootstrap.ServerConfig) []server {
+		var out []server
+		for _, s := range ss {
+			x := server{URI: s.URI, Features: s.ServerFeatures, Delta: s.Delta}
+			for _, c := range s.ChannelCreds {
+				x.Creds = append(x.Creds, c.Type+" "+string(c.Config))
+			}
+			for _, c := range s.CallCreds {
+				x.CallCreds = append(x.CallCreds, c.Type+" "+string(c.Config))
+			}
+			out = append(out, x)
+		}
+		return out
+	}
+	authorities := map[string][]server{}
+	for name, a := range b.Authorities {
+		authorities[name] = servers(a.Servers)
+	}
+	meta, _ := proto.MarshalOptions{Deterministic: true}.Marshal(node.GetMetadata())
+	loc, _ := proto.MarshalOptions{Deterministic: true}.Marshal(node.GetLocality())
+	// encoding/json writes map keys sorted: the same bootstrap, the same bytes.
+	j, _ := json.Marshal(struct {
+		ID, Cluster        string
+		Locality, Metadata []byte
+		Servers            []server
+		Authorities        map[string][]server
+	}{node.GetId(), node.GetCluster(), loc, meta, servers(b.Servers), authorities})
+	sum := sha256.Sum256(j)
+	return sum[:]
 }

@@ -79,6 +79,7 @@ func (c *channel) applyResourceLocked(r *wire.Response, res *wire.Resource, en *
 	}
 	if c.holdsLocked(en, res.Raw) {
 		en.version, en.updated = version, r.Received
+		e.keepLocked(en)
 		return
 	}
 	e.onValidLocked(en, res.Value, res.Raw, version, r.Received, c, r.Gate)

@@ -33,6 +33,7 @@ type authority struct {
 	marked map[string]*markOrder
 	// wildcards are the WatchAll calls by type (old-style names only).
 	wildcards map[string][]*wildcard
+	answered  bool // a server of it has: Config.Store is not served
 }
 
 // entriesLocked returns the authority's entries of a type, made empty on

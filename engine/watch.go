@@ -124,6 +124,7 @@ func (e *Engine) watchLocked(h *watch, typ *registry.ResourceType, a *authority,
 	en.watchers = append(en.watchers, h)
 	if created || wasOrphan {
 		e.subscribeLocked(en, created)
+		e.serveStoredLocked(en)
 	}
 	e.deliverCurrentLocked(h)
 }
@@ -217,6 +218,7 @@ func (e *Engine) removeEntryLocked(en *entry) {
 		return
 	}
 	delete(byName, en.name)
+	e.forgetLocked(en)
 	en.removed = true
 	en.order.remove(en)
 	e.shapeGen++
@@ -257,7 +259,7 @@ type notice struct {
 func (n *notice) update() Update {
 	u := Update{Resource: n.resource, Err: n.err}
 	if o := n.origin; o != nil {
-		u.Version, u.Received = o.version, o.received
+		u.Version, u.Received, u.FromStore = o.version, o.received, o.stored
 		if o.server != nil {
 			u.Server = *o.server
 		}

@@ -69,6 +69,7 @@ func (e *Engine) watchAllLocked(ww *wildcard, typ *registry.ResourceType) {
 	for _, c := range a.channels {
 		c.nameChangedLocked(typ.TypeURL, wildcardName)
 	}
+	e.useStoreLocked(a, true)
 }
 
 // holdForWildcard makes en one of the wildcard's, and returns the watch.

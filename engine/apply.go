@@ -36,7 +36,7 @@ func (c *channel) applyLocked(p wire.Part) {
 	if p.First {
 		c.beginApplyLocked()
 	}
-	keys := keyLookup{e: c.e, typeURL: r.TypeURL}
+	keys := c.e.keysLocked(r.TypeURL)
 	last := c.order[r.TypeURL]
 	for i := range p.Resources {
 		res := &p.Resources[i]
@@ -47,7 +47,7 @@ func (c *channel) applyLocked(p wire.Part) {
 			en = last[n]
 		} else {
 			var a *authority
-			if a, en = keys.entry(res.Key); en == nil && a != nil && res.Err == nil {
+			if a, en = keys.Entry(res.Key); en == nil && a != nil && res.Err == nil {
 				en = c.e.wildcardEntryLocked(a, r.Type, res.Key)
 			}
 		}

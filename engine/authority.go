@@ -1,17 +1,13 @@
 package engine
 
 import (
-	"errors"
-	"fmt"
 	"maps"
 	"slices"
-	"strings"
-	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
-	"github.com/xdsengine/xdsengine/internal/xdsname"
+	"github.com/xdsengine/xdsengine/engine/internal/resolve"
 )
 
 // authority is one A47 authority: its servers and the resources watched
@@ -108,48 +104,18 @@ func (e *Engine) newAuthority(name string, servers []bootstrap.ServerConfig, rea
 		resources: make(map[string]map[string]*entry), marked: make(map[string]*markOrder), wildcards: make(map[string][]*wildcard)}
 }
 
-// resolveName finds a resource name's authority and cache key: the name,
-// or an xdstp:// name's canonical form (A47). It needs no lock: the
-// authorities are fixed when the engine is built.
+// resolveName finds a resource name's authority and cache key (A47),
+// without a lock: the authorities are fixed when the engine is built.
 func (e *Engine) resolveName(typeURL, name string) (*authority, string, *Error) {
-	// A canonical name with nothing encoded, as keys and most names are,
-	// is its own key: no parse, no string built.
-	if a := e.plainAuthority(typeURL, name); a != nil {
-		return a, name, nil
-	}
-	if !utf8.ValidString(name) {
-		// It could never be sent: a request's names are proto strings.
-		return nil, "", &Error{Kind: KindInvalidName, Code: codes.InvalidArgument, TypeURL: typeURL, Name: strings.ToValidUTF8(name, "\uFFFD"),
-			NodeID: e.nodeID, Err: errors.New("resource name is not valid UTF-8")}
-	}
-	if !strings.HasPrefix(name, "xdstp:") {
-		return e.oldStyle, name, nil
-	}
-	n, err := xdsname.Parse(name)
+	a, key, err := e.auths.Resolve(typeURL, name)
 	if err == nil {
-		err = xdsname.CheckType(n, typeURL)
+		return a, key, nil
 	}
-	if err != nil {
-		return nil, "", &Error{Kind: KindInvalidName, Code: codes.InvalidArgument, TypeURL: typeURL, Name: name,
-			NodeID: e.nodeID, Err: fmt.Errorf("unable to parse resource name: %w", err)}
+	kind, code := KindInvalidName, codes.InvalidArgument
+	if err.UnknownAuthority {
+		kind, code = KindUnknownAuthority, codes.FailedPrecondition
 	}
-	a, ok := e.authorities[n.Authority]
-	if !ok {
-		return nil, "", &Error{Kind: KindUnknownAuthority, Code: codes.FailedPrecondition, TypeURL: typeURL, Name: name,
-			NodeID: e.nodeID, Err: fmt.Errorf("authority %q is not in the bootstrap", n.Authority)}
-	}
-	return a, n.String(), nil
-}
-
-// plainAuthority returns name's authority if name is a plain canonical
-// xdstp name (xdsname.SplitPlain, its own cache key) of typeURL's type
-// from a bootstrap authority, else nil.
-func (e *Engine) plainAuthority(typeURL, name string) *authority {
-	auth, typ, ok := xdsname.SplitPlain(name)
-	if !ok || typ != xdsname.TypeFromURL(typeURL) {
-		return nil
-	}
-	return e.authorities[auth]
+	return nil, "", &Error{Kind: kind, Code: code, TypeURL: typeURL, Name: err.Name, NodeID: e.nodeID, Err: err.Err}
 }
 
 func (e *Engine) lookupEntryLocked(typeURL, name string) (*authority, *entry) {
@@ -161,48 +127,16 @@ func (e *Engine) lookupEntryLocked(typeURL, name string) (*authority, *entry) {
 }
 
 func (e *Engine) allAuthoritiesLocked() []*authority {
-	return slices.AppendSeq([]*authority{e.oldStyle}, maps.Values(e.authorities))
+	return slices.AppendSeq([]*authority{e.auths.OldStyle}, maps.Values(e.auths.ByName))
 }
 
-// keyLookup finds the entries of one type's cache keys, which a stream
-// hands over, within one critical section. A key is canonical, so only
-// its authority is read, and keys of one authority in a row reuse its
-// map: 1,000 resources cost 1,000 lookups, not three times as many.
-type keyLookup struct {
-	e       *Engine
-	typeURL string
-	// The last key's authority: xdstp says whether an xdstp name's, auth
-	// its name; a is nil if none was looked up, or it was unknown.
-	xdstp  bool
-	auth   string
-	a      *authority
-	byName map[string]*entry
+// keysLocked looks up, for a stream, the entries of a type's cache keys.
+func (e *Engine) keysLocked(typeURL string) resolve.Keys[*authority, *entry] {
+	return resolve.NewKeys[*authority, *entry](&e.auths, typeURL)
 }
 
-func (k *keyLookup) entry(key string) (*authority, *entry) {
-	if rest, ok := strings.CutPrefix(key, "xdstp://"); ok {
-		i := strings.IndexByte(rest, '/')
-		if i < 0 {
-			return nil, nil
-		}
-		if k.a == nil || !k.xdstp || rest[:i] != k.auth {
-			k.set(k.e.authorities[rest[:i]], true, rest[:i])
-		}
-	} else if k.a == nil || k.xdstp {
-		k.set(k.e.oldStyle, false, "")
-	}
-	if k.a == nil {
-		return nil, nil
-	}
-	return k.a, k.byName[key]
-}
-
-func (k *keyLookup) set(a *authority, xdstp bool, auth string) {
-	k.a, k.xdstp, k.auth, k.byName = a, xdstp, auth, nil
-	if a != nil {
-		k.byName = a.resources[k.typeURL]
-	}
-}
+// Entries returns the authority's entries of a type, for resolve.Keys.
+func (a *authority) Entries(typeURL string) map[string]*entry { return a.resources[typeURL] }
 
 // FallbackState is what a FallbackPolicy decides on: an authority whose
 // active xDS server just became unreachable, or got a new watch while so.

@@ -19,6 +19,7 @@ import (
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/engine/internal/node"
 	"github.com/xdsengine/xdsengine/engine/internal/oplock"
+	"github.com/xdsengine/xdsengine/engine/internal/resolve"
 	"github.com/xdsengine/xdsengine/engine/internal/transports"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
@@ -64,11 +65,10 @@ type Engine struct {
 	// state, for short critical sections: one part of a response, a
 	// subscription handed to a stream. Watch and cancel calls are handed
 	// to it (mu.Do): they never wait for a response to be applied.
-	mu          oplock.Mutex[op]
-	oldStyle    *authority            // names that are not xdstp:// (A47)
-	authorities map[string]*authority // xdstp:// authorities of the bootstrap
-	channels    map[string]*channel   // by transports.Key
-	transports  *transports.Set
+	mu         oplock.Mutex[op]
+	auths      resolve.Authorities[*authority] // fixed in New
+	channels   map[string]*channel             // by transports.Key
+	transports *transports.Set
 	// shapeGen counts changes to which entries exist and which server each
 	// authority uses (channel.applyingShape); activeGen, to the latter: while
 	// it stays, entries a response did not mark are at the back of their order.
@@ -89,7 +89,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, reg: cfg.Registry, nodeID: cfg.Bootstrap.Node.ID,
-		authorities: make(map[string]*authority), channels: make(map[string]*channel)}
+		auths: resolve.Authorities[*authority]{ByName: make(map[string]*authority)}, channels: make(map[string]*channel)}
 	e.mu.Run = e.applyOpLocked
 	e.applyDefaults()
 	e.transports = transports.New(e.cfg.Transport, transport.Options{MaxResponseBytes: e.maxResponseBytes}, e.log, &e.streamsRun)
@@ -110,14 +110,14 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.known = append(builtin(), append([]features.ServerFeature{features.DeltaXDS}, cfg.Features...)...)
 	e.node = node.Build(cfg.Bootstrap.Node, cmp.Or(cfg.UserAgentName, "xdsengine"), cmp.Or(cfg.UserAgentVersion, Version), clientFeatures)
-	e.oldStyle = e.newAuthority("", cfg.Bootstrap.Servers, false)
-	e.oldStyle.oldStyle = true
+	e.auths.OldStyle = e.newAuthority("", cfg.Bootstrap.Servers, false)
+	e.auths.OldStyle.oldStyle = true
 	for name, a := range cfg.Bootstrap.Authorities {
 		servers := a.Servers
 		if len(servers) == 0 {
 			servers = cfg.Bootstrap.Servers
 		}
-		e.authorities[name] = e.newAuthority(name, servers, a.FallbackOnReachabilityOnly)
+		e.auths.ByName[name] = e.newAuthority(name, servers, a.FallbackOnReachabilityOnly)
 	}
 	m, err := metrics.New(cfg.MeterProvider, cfg.Target, Version, e.gauges)
 	if err != nil {

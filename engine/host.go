@@ -169,9 +169,9 @@ func (c *channel) subscriptionLocked(typeURL string) wire.Subscription {
 	}
 	if len(sub.Added) > 0 {
 		sub.Timeout = c.timerLocked().Timeout
-		keys := keyLookup{e: c.e, typeURL: typeURL}
+		keys := c.e.keysLocked(typeURL)
 		for _, name := range sub.Added {
-			if _, en := keys.entry(name); en != nil && en.value == nil {
+			if _, en := keys.Entry(name); en != nil && en.value == nil {
 				sub.Awaited = append(sub.Awaited, name)
 			}
 		}

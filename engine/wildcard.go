@@ -58,7 +58,7 @@ func (e *Engine) WatchAll(typeURL string, w WildcardWatcher) (cancel func()) {
 }
 
 func (e *Engine) watchAllLocked(ww *wildcard, typ *registry.ResourceType) {
-	a := e.oldStyle
+	a := e.auths.OldStyle
 	a.wildcards[typ.TypeURL] = append(a.wildcards[typ.TypeURL], ww)
 	for _, en := range a.resources[typ.TypeURL] {
 		e.deliverCurrentLocked(holdForWildcard(ww, en))
@@ -100,7 +100,7 @@ func (e *Engine) wildcardEntryLocked(a *authority, typ *registry.ResourceType, k
 }
 
 func (e *Engine) cancelAllLocked(ww *wildcard, typ *registry.ResourceType) {
-	a := e.oldStyle
+	a := e.auths.OldStyle
 	wws := a.wildcards[typ.TypeURL]
 	for i, x := range wws {
 		if x == ww {

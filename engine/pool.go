@@ -1,12 +1,12 @@
 package engine
 
 import (
-	"errors"
 	"slices"
 	"strings"
-	"sync"
 
 	statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
+
+	"github.com/xdsengine/xdsengine/engine/internal/refcount"
 )
 
 // Pool hands out one shared Engine per data plane target (gRFC A71):
@@ -15,16 +15,8 @@ import (
 // Engines are reference counted and closed with their last user. A Pool
 // is safe for concurrent use.
 type Pool struct {
-	cfg Config
-
-	mu      sync.Mutex
-	closed  bool
-	engines map[string]*pooled
-}
-
-type pooled struct {
-	e    *Engine
-	refs int
+	cfg     Config
+	engines *refcount.Map[string, *Engine]
 }
 
 // NewPool returns a pool whose engines are built from cfg, each with
@@ -36,66 +28,26 @@ func NewPool(cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	probe.Close()
-	return &Pool{cfg: cfg, engines: make(map[string]*pooled)}, nil
+	return &Pool{cfg: cfg, engines: refcount.New[string, *Engine](ErrClosed)}, nil
 }
 
 // Get returns the engine of target, creating it on first use, and the
 // function that releases this reference; release is idempotent.
 func (p *Pool) Get(target string) (e *Engine, release func(), err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil, nil, ErrClosed
-	}
-	pe := p.engines[target]
-	if pe == nil {
+	return p.engines.Get(target, func() (*Engine, error) {
 		cfg := p.cfg
 		cfg.Target = target
-		e, err := New(cfg)
-		if err != nil {
-			return nil, nil, err
-		}
-		pe = &pooled{e: e}
-		p.engines[target] = pe
-	}
-	pe.refs++
-	return pe.e, sync.OnceFunc(func() { p.release(target, pe) }), nil
-}
-
-func (p *Pool) release(target string, pe *pooled) {
-	p.mu.Lock()
-	pe.refs--
-	last := pe.refs == 0 && p.engines[target] == pe
-	if last {
-		delete(p.engines, target)
-	}
-	p.mu.Unlock()
-	if last {
-		pe.e.Close()
-	}
+		return New(cfg)
+	})
 }
 
 // Targets returns the targets with an engine, sorted.
-func (p *Pool) Targets() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make([]string, 0, len(p.engines))
-	for t := range p.engines {
-		out = append(out, t)
-	}
-	slices.Sort(out)
-	return out
-}
+func (p *Pool) Targets() []string { return p.engines.Keys() }
 
 // Dump returns one CSDS ClientConfig per target, sorted by target, each
 // with its target as client_scope (gRFC A71's CSDS change).
 func (p *Pool) Dump() []*statuspb.ClientConfig {
-	p.mu.Lock()
-	engines := make([]*Engine, 0, len(p.engines))
-	for _, pe := range p.engines {
-		engines = append(engines, pe.e)
-	}
-	p.mu.Unlock()
+	engines := p.engines.Values()
 	out := make([]*statuspb.ClientConfig, 0, len(engines))
 	for _, e := range engines {
 		out = append(out, e.Dump())
@@ -105,19 +57,4 @@ func (p *Pool) Dump() []*statuspb.ClientConfig {
 }
 
 // Close closes every engine of the pool; later Gets fail.
-func (p *Pool) Close() error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil
-	}
-	p.closed = true
-	engines := p.engines
-	p.engines = nil
-	p.mu.Unlock()
-	var errs []error
-	for _, pe := range engines {
-		errs = append(errs, pe.e.Close())
-	}
-	return errors.Join(errs...)
-}
+func (p *Pool) Close() error { return p.engines.Close() }

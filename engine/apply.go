@@ -150,8 +150,7 @@ func (c *channel) finishLocked(r *wire.Response) {
 	}
 	c.e.metrics.Add(metrics.Valid, r.Valid, c.server.URI, r.TypeURL)
 	c.e.metrics.Add(metrics.Invalid, r.Invalid, c.server.URI, r.TypeURL)
-	// Its notices are all made: let go of the gate, and of those run.
-	c.e.noticeGate, c.e.notices = nil, nil
+	c.e.notices.End() // its notices are all made
 }
 
 // applyResourceErrorLocked applies an xRFC TP3 entry (A88: NOT_FOUND and

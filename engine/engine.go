@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine/internal/alloc"
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/engine/internal/node"
 	"github.com/xdsengine/xdsengine/engine/internal/oplock"
@@ -73,14 +74,10 @@ type Engine struct {
 	// authority uses (channel.applyingShape); activeGen, to the latter: while
 	// it stays, entries a response did not mark are at the back of their order.
 	shapeGen, activeGen uint64
-	coverMarks          uint64 // numbers the responses applied, for entry.coveredBy
-	// notices is the rest of the chunk that the notifications of
-	// noticeGate's response come from (newNoticeLocked).
-	notices     []notice
-	noticeGate  *wire.Gate
-	noticeChunk int
-	lastOrigin  *origin // the last notification's, which the next of its response share
-	lastGood    *lastGood
+	coverMarks          uint64                           // numbers the responses applied, for entry.coveredBy
+	notices             alloc.Chunks[*wire.Gate, notice] // of the response being applied
+	origins             alloc.Shared[origin]
+	lastGood            *lastGood
 }
 
 // New builds an engine. It connects to no server until the first Watch.

@@ -104,19 +104,11 @@ func (e *Engine) applyOpLocked(o op) {
 }
 
 func (e *Engine) watchLocked(h *watch, typ *registry.ResourceType, a *authority, key string, made *entry) {
-	typeURL := typ.TypeURL
-	byName := a.entriesLocked(typeURL)
-	en := byName[key]
+	en := a.resources[typ.TypeURL][key]
 	created := en == nil
 	if created {
 		en = made
-		*en = entry{typ: typ, name: key, auth: a, order: a.marked[typeURL]}
-		byName[key] = en
-		en.order.pushBack(en)
-		e.shapeGen++
-		for _, ww := range a.wildcards[typeURL] {
-			holdForWildcard(ww, en)
-		}
+		e.addEntryLocked(en, a, typ, key)
 	}
 	h.entry = en
 	wasOrphan := en.orphaned
@@ -127,6 +119,19 @@ func (e *Engine) watchLocked(h *watch, typ *registry.ResourceType, a *authority,
 		e.serveStoredLocked(en)
 	}
 	e.deliverCurrentLocked(h)
+}
+
+// addEntryLocked makes en the entry of key, held by the authority's
+// wildcards of its type.
+func (e *Engine) addEntryLocked(en *entry, a *authority, typ *registry.ResourceType, key string) {
+	byName := a.entriesLocked(typ.TypeURL)
+	*en = entry{typ: typ, name: key, auth: a, order: a.marked[typ.TypeURL]}
+	byName[key] = en
+	en.order.pushBack(en)
+	e.shapeGen++
+	for _, ww := range a.wildcards[typ.TypeURL] {
+		holdForWildcard(ww, en)
+	}
 }
 
 // subscribeLocked puts a new or re-watched entry on the wire on every
@@ -325,23 +330,11 @@ func (e *Engine) notifyAmbientLocked(en *entry, err error, gate *wire.Gate) {
 	}
 }
 
-const maxNoticeChunk = 64
-
-// newNoticeLocked returns a zero notice. Those of one response (gate) come
-// from chunks doubling from 1 to maxNoticeChunk: one allocation per chunk,
-// one for a one-resource response. A chunk lives until its last notice ran.
+// newNoticeLocked returns a zero notice; those of a response (gate) come
+// from chunks.
 func (e *Engine) newNoticeLocked(gate *wire.Gate) *notice {
 	if gate == nil {
 		return new(notice)
 	}
-	if e.noticeGate != gate {
-		e.noticeGate, e.notices, e.noticeChunk = gate, nil, 0
-	}
-	if len(e.notices) == 0 {
-		e.noticeChunk = min(max(2*e.noticeChunk, 1), maxNoticeChunk)
-		e.notices = make([]notice, e.noticeChunk)
-	}
-	n := &e.notices[0]
-	e.notices = e.notices[1:]
-	return n
+	return e.notices.New(gate)
 }

@@ -239,7 +239,7 @@ func (e *Engine) originLocked(en *entry, err error) *origin {
 		} else if sv != nil {
 			server = sv.server
 		}
-		return e.sharedOriginLocked(origin{version: en.version, server: server, received: en.updated, stored: sv != nil})
+		return e.origins.Of(origin{version: en.version, server: server, received: en.updated, stored: sv != nil})
 	}
 	var o origin
 	if xe, ok := err.(*Error); ok {
@@ -251,18 +251,7 @@ func (e *Engine) originLocked(en *entry, err error) *origin {
 	if o.received.IsZero() {
 		o.received = e.clock.Now()
 	}
-	return e.sharedOriginLocked(o)
-}
-
-// sharedOriginLocked returns the last origin if equal to o, else a new
-// one, which becomes the last.
-func (e *Engine) sharedOriginLocked(o origin) *origin {
-	if last := e.lastOrigin; last != nil && *last == o {
-		return last
-	}
-	made := o // allocated here only: o itself does not escape
-	e.lastOrigin = &made
-	return &made
+	return e.origins.Of(o)
 }
 
 // OnUpdate converts the update to T for the TypedWatcher.

@@ -84,18 +84,11 @@ func holdForWildcard(ww *wildcard, en *entry) *watch {
 // wildcardEntryLocked makes the entry of a resource nobody watches by
 // name, for the authority's wildcards of its type, or returns nil.
 func (e *Engine) wildcardEntryLocked(a *authority, typ *registry.ResourceType, key string) *entry {
-	wws := a.wildcards[typ.TypeURL]
-	if len(wws) == 0 {
+	if len(a.wildcards[typ.TypeURL]) == 0 {
 		return nil
 	}
-	a.entriesLocked(typ.TypeURL)[key] = nil // the map and its order
-	en := &entry{typ: typ, name: key, auth: a, order: a.marked[typ.TypeURL]}
-	a.resources[typ.TypeURL][key] = en
-	en.order.pushBack(en)
-	e.shapeGen++
-	for _, ww := range wws {
-		holdForWildcard(ww, en)
-	}
+	en := new(entry)
+	e.addEntryLocked(en, a, typ, key)
 	return en
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/engine/internal/namelist"
+	"github.com/xdsengine/xdsengine/engine/internal/setup"
 	"github.com/xdsengine/xdsengine/engine/internal/transports"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
@@ -66,15 +67,12 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 	if c, ok := e.channels[key]; ok {
 		return c
 	}
-	fs := features.Resolve(s.ServerFeatures, e.known...)
-	c := &channel{e: e, server: s, key: key, features: fs, delta: s.Delta || fs.Has(features.NameDeltaXDS),
+	info, ignored := setup.Server(s, e.known)
+	c := &channel{e: e, server: s, key: key, features: info.Features, delta: info.Delta, serverInfo: info,
 		memo: wire.NewMemo(), auths: make(map[*authority]struct{}), subscribed: make(map[string]*namelist.List),
 		versions: make(map[string]string), order: make(map[string][]*entry)}
-	c.serverInfo = registry.ServerInfo{URI: s.URI, Features: fs, Delta: c.delta}
-	// Unknown names are ignored (gRFC A27), so a typo is silent: say at
-	// DEBUG what each server's features came to.
-	ignored := slices.DeleteFunc(slices.Clone(s.ServerFeatures), fs.Has)
-	e.log.Debug("xDS server features", "server", s.URI, "active", fs.Names(), "ignored", ignored)
+	// A typo in a feature's name is silent: say what each server's came to.
+	e.log.Debug("xDS server features", "server", s.URI, "active", info.Features.Names(), "ignored", ignored)
 	c.transport, c.buildErr = e.transports.Acquire(key, s)
 	e.channels[key] = c
 	return c

@@ -21,6 +21,7 @@ import (
 	"github.com/xdsengine/xdsengine/engine/internal/node"
 	"github.com/xdsengine/xdsengine/engine/internal/oplock"
 	"github.com/xdsengine/xdsengine/engine/internal/resolve"
+	"github.com/xdsengine/xdsengine/engine/internal/setup"
 	"github.com/xdsengine/xdsengine/engine/internal/transports"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
@@ -82,7 +83,7 @@ type Engine struct {
 
 // New builds an engine. It connects to no server until the first Watch.
 func New(cfg Config) (*Engine, error) {
-	if err := checkConfig(cfg); err != nil {
+	if err := setup.Check(cfg.Registry, cfg.Bootstrap, cfg.MaxResponseBytes); err != nil {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, reg: cfg.Registry, nodeID: cfg.Bootstrap.Node.ID,
@@ -90,22 +91,12 @@ func New(cfg Config) (*Engine, error) {
 	e.mu.Run = e.applyOpLocked
 	e.applyDefaults()
 	e.transports = transports.New(e.cfg.Transport, transport.Options{MaxResponseBytes: e.maxResponseBytes}, e.log, &e.streamsRun)
-	e.types = make(map[string]*registry.ResourceType, cfg.Registry.Len())
-	var clientFeatures []string
-	for _, u := range cfg.Registry.TypeURLs() {
-		if t, _ := cfg.Registry.Lookup(u); t.EnabledUnder(e.switches) {
-			e.types[u] = &t
-			clientFeatures = append(clientFeatures, t.ClientFeatures...)
-		}
-	}
+	types, clientFeatures := setup.Types(cfg.Registry, e.switches)
+	e.types = types
 	if err := transport.CheckServers(e.cfg.Transport, cfg.Bootstrap); err != nil {
 		return nil, err
 	}
-	builtin := features.Builtin
-	if e.switches.DisableDataErrorHandling {
-		builtin = features.LegacyBuiltin
-	}
-	e.known = append(builtin(), append([]features.ServerFeature{features.DeltaXDS}, cfg.Features...)...)
+	e.known = setup.Known(e.switches, cfg.Features)
 	e.node = node.Build(cfg.Bootstrap.Node, cmp.Or(cfg.UserAgentName, "xdsengine"), cmp.Or(cfg.UserAgentVersion, Version), clientFeatures)
 	e.auths.OldStyle = e.newAuthority("", cfg.Bootstrap.Servers, false)
 	e.auths.OldStyle.oldStyle = true
@@ -126,35 +117,6 @@ func New(cfg Config) (*Engine, error) {
 		e.startStore()
 	}
 	return e, nil
-}
-
-// checkConfig rejects a Config New cannot run with, naming the field.
-func checkConfig(cfg Config) error {
-	if cfg.Registry == nil || cfg.Registry.Len() == 0 {
-		return errors.New("engine: Config.Registry must hold at least one resource type")
-	}
-	if cfg.Bootstrap == nil {
-		return errors.New("engine: Config.Bootstrap is required")
-	}
-	if len(cfg.Bootstrap.Servers) == 0 {
-		return errors.New("engine: Config.Bootstrap.Servers must list at least one xDS server")
-	}
-	for i, s := range cfg.Bootstrap.Servers {
-		if s.URI == "" {
-			return fmt.Errorf("engine: Config.Bootstrap.Servers[%d]: empty URI", i)
-		}
-	}
-	if cfg.MaxResponseBytes < 0 {
-		return fmt.Errorf("engine: Config.MaxResponseBytes: %d is negative", cfg.MaxResponseBytes)
-	}
-	for name, a := range cfg.Bootstrap.Authorities {
-		for i, s := range a.Servers {
-			if s.URI == "" {
-				return fmt.Errorf("engine: Config.Bootstrap.Authorities[%q].Servers[%d]: empty URI", name, i)
-			}
-		}
-	}
-	return nil
 }
 
 func (e *Engine) applyDefaults() {

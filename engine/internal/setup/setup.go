@@ -1,0 +1,79 @@
+// Package setup derives what an engine runs with from its configuration,
+// and checks it: the resource types on under the switches and the client
+// features they add, the server features known by name, and what each
+// server's "server_features" come to. None of it needs the engine's
+// state, so it is here, with a test of its own, and not in the engine.
+package setup
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/registry"
+)
+
+// Check rejects a configuration an engine cannot run with, naming the
+// field of engine.Config at fault.
+func Check(reg *registry.Registry, bs *bootstrap.Bootstrap, maxResponseBytes int) error {
+	if reg == nil || reg.Len() == 0 {
+		return errors.New("engine: Config.Registry must hold at least one resource type")
+	}
+	if bs == nil {
+		return errors.New("engine: Config.Bootstrap is required")
+	}
+	if len(bs.Servers) == 0 {
+		return errors.New("engine: Config.Bootstrap.Servers must list at least one xDS server")
+	}
+	for i, s := range bs.Servers {
+		if s.URI == "" {
+			return fmt.Errorf("engine: Config.Bootstrap.Servers[%d]: empty URI", i)
+		}
+	}
+	if maxResponseBytes < 0 {
+		return fmt.Errorf("engine: Config.MaxResponseBytes: %d is negative", maxResponseBytes)
+	}
+	for name, a := range bs.Authorities {
+		for i, s := range a.Servers {
+			if s.URI == "" {
+				return fmt.Errorf("engine: Config.Bootstrap.Authorities[%q].Servers[%d]: empty URI", name, i)
+			}
+		}
+	}
+	return nil
+}
+
+// Types returns the registry's types that are on under the switches, by
+// type URL, and the client features they add, in the registry's order.
+func Types(reg *registry.Registry, sw features.Switches) (map[string]*registry.ResourceType, []string) {
+	types := make(map[string]*registry.ResourceType, reg.Len())
+	var clientFeatures []string
+	for _, u := range reg.TypeURLs() {
+		if t, _ := reg.Lookup(u); t.EnabledUnder(sw) {
+			types[u] = &t
+			clientFeatures = append(clientFeatures, t.ClientFeatures...)
+		}
+	}
+	return types, clientFeatures
+}
+
+// Known returns the server features known by name: the built-in ones
+// (those before gRFC A88 when the switches turn data error handling
+// off), delta_xds, then own, which win a name clash.
+func Known(sw features.Switches, own []features.ServerFeature) []features.ServerFeature {
+	builtin := features.Builtin
+	if sw.DisableDataErrorHandling {
+		builtin = features.LegacyBuiltin
+	}
+	return append(builtin(), append([]features.ServerFeature{features.DeltaXDS}, own...)...)
+}
+
+// Server returns what the server's features come to, and the names
+// ignored, which no known feature has (gRFC A27).
+func Server(s bootstrap.ServerConfig, known []features.ServerFeature) (info registry.ServerInfo, ignored []string) {
+	fs := features.Resolve(s.ServerFeatures, known...)
+	info = registry.ServerInfo{URI: s.URI, Features: fs, Delta: s.Delta || fs.Has(features.NameDeltaXDS)}
+	return info, slices.DeleteFunc(slices.Clone(s.ServerFeatures), fs.Has)
+}

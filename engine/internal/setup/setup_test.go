@@ -1,0 +1,126 @@
+package setup
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/registry"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func decodeNothing(raw []byte, _ registry.DecodeOptions) (registry.DecodeResult, error) {
+	return registry.DecodeResult{}, nil
+}
+
+// resourceType is a type that is on unless the switches turn endpoint
+// fallback off, when offUnderA95.
+func resourceType(name string, offUnderA95 bool, clientFeatures ...string) registry.ResourceType {
+	t := registry.ResourceType{TypeURL: "type.googleapis.com/test." + name, Name: name,
+		Decoder: registry.DecoderFunc(decodeNothing), ClientFeatures: clientFeatures}
+	if offUnderA95 {
+		t.Enabled = func(sw features.Switches) bool { return !sw.DisableEndpointFallback }
+	}
+	return t
+}
+
+func TestCheck(t *testing.T) {
+	reg := registry.MustNew(resourceType("A", false))
+	good := &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{{URI: "s"}},
+		Authorities: map[string]bootstrap.Authority{"a": {Servers: []bootstrap.ServerConfig{{URI: "t"}}}, "b": {}}}
+	for _, tc := range []struct {
+		name     string
+		reg      *registry.Registry
+		bs       *bootstrap.Bootstrap
+		maxBytes int
+		err      string // "" for none
+	}{
+		{"good", reg, good, 0, ""},
+		{"no registry", nil, good, 0, "Config.Registry must hold at least one resource type"},
+		{"empty registry", registry.MustNew(), good, 0, "Config.Registry must hold at least one resource type"},
+		{"no bootstrap", reg, nil, 0, "Config.Bootstrap is required"},
+		{"no server", reg, &bootstrap.Bootstrap{}, 0, "Config.Bootstrap.Servers must list at least one xDS server"},
+		{"a server without URI", reg, &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{{URI: "s"}, {}}}, 0,
+			"Config.Bootstrap.Servers[1]: empty URI"},
+		{"negative MaxResponseBytes", reg, good, -1, "Config.MaxResponseBytes: -1 is negative"},
+		{"an authority's server without URI", reg, &bootstrap.Bootstrap{Servers: good.Servers,
+			Authorities: map[string]bootstrap.Authority{"a": {Servers: []bootstrap.ServerConfig{{}}}}}, 0,
+			`Config.Bootstrap.Authorities["a"].Servers[0]: empty URI`},
+	} {
+		err := Check(tc.reg, tc.bs, tc.maxBytes)
+		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.HasSuffix(err.Error(), tc.err)) {
+			t.Errorf("%s: Check = %v, want %q", tc.name, err, tc.err)
+		}
+	}
+}
+
+func TestTypes(t *testing.T) {
+	reg := registry.MustNew(resourceType("A", false, "a1"), resourceType("B", true, "b1", "b2"), resourceType("C", false))
+	for _, tc := range []struct {
+		name     string
+		sw       features.Switches
+		types    []string // names, in the registry's order
+		features []string
+	}{
+		{"all on", features.Switches{}, []string{"A", "B", "C"}, []string{"a1", "b1", "b2"}},
+		{"B off", features.Switches{DisableEndpointFallback: true}, []string{"A", "C"}, []string{"a1"}},
+	} {
+		types, clientFeatures := Types(reg, tc.sw)
+		var names []string
+		for _, u := range reg.TypeURLs() {
+			if typ := types[u]; typ != nil {
+				if typ.TypeURL != u {
+					t.Errorf("%s: types[%q] is %q", tc.name, u, typ.TypeURL)
+				}
+				names = append(names, typ.Name)
+			}
+		}
+		if len(types) != len(names) || !slices.Equal(names, tc.types) || !slices.Equal(clientFeatures, tc.features) {
+			t.Errorf("%s: types %v (%d), client features %v; want %v, %v", tc.name, names, len(types), clientFeatures,
+				tc.types, tc.features)
+		}
+	}
+}
+
+// own is a user's feature.
+type own string
+
+func (o own) Name() string { return string(o) }
+
+func TestKnownAndServer(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		sw      features.Switches
+		own     []features.ServerFeature
+		server  bootstrap.ServerConfig
+		active  []string
+		delta   bool
+		ignored []string
+		// The feature fail_on_data_errors resolves to is the built-in one
+		// (an ErrorPolicy), not an inert name.
+		failOnDataErrorsActs bool
+	}{
+		{name: "A88", server: bootstrap.ServerConfig{URI: "s", ServerFeatures: []string{"fail_on_data_errors", "typo", "delta_xds"}},
+			active: []string{"fail_on_data_errors", "delta_xds"}, delta: true, ignored: []string{"typo"}, failOnDataErrorsActs: true},
+		{name: "before A88", sw: features.Switches{DisableDataErrorHandling: true},
+			server: bootstrap.ServerConfig{URI: "s", ServerFeatures: []string{"fail_on_data_errors"}},
+			active: []string{"fail_on_data_errors"}},
+		{name: "delta from the server entry", server: bootstrap.ServerConfig{URI: "s", Delta: true}, delta: true},
+		{name: "a user's feature, overriding a built-in", own: []features.ServerFeature{own("mine"), own("fail_on_data_errors")},
+			server: bootstrap.ServerConfig{URI: "s", ServerFeatures: []string{"mine", "fail_on_data_errors", "ignore_resource_deletion"}},
+			active: []string{"mine", "fail_on_data_errors", "ignore_resource_deletion"}},
+	} {
+		info, ignored := Server(tc.server, Known(tc.sw, tc.own))
+		acts := info.Features.ErrorAction(features.ErrorEvent{Class: features.DataError}, features.Keep) == features.Drop
+		if info.URI != tc.server.URI || !slices.Equal(info.Features.Names(), tc.active) || info.Delta != tc.delta ||
+			!slices.Equal(ignored, tc.ignored) || acts != tc.failOnDataErrorsActs {
+			t.Errorf("%s: Server = %+v (names %v, fail_on_data_errors acts: %v), ignored %v; want names %v, delta %v, acts %v, ignored %v",
+				tc.name, info, info.Features.Names(), acts, ignored, tc.active, tc.delta, tc.failOnDataErrorsActs, tc.ignored)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	"google.golang.org/grpc/codes"
 
+	"github.com/xdsengine/xdsengine/engine/internal/cachestate"
 	"github.com/xdsengine/xdsengine/engine/internal/glob"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
@@ -36,48 +37,20 @@ const (
 	StateTimeout
 )
 
-// states: each state's CSDS status and A78 labels, uncached and cached (A88).
-var states = [...]struct {
-	csds               adminpb.ClientResourceStatus
-	label, cachedLabel string
-}{
-	StateRequested:     {adminpb.ClientResourceStatus_REQUESTED, "requested", "requested"},
-	StateDoesNotExist:  {adminpb.ClientResourceStatus_DOES_NOT_EXIST, "does_not_exist", "does_not_exist_but_cached"},
-	StateACKed:         {adminpb.ClientResourceStatus_ACKED, "acked", "acked"},
-	StateNACKed:        {adminpb.ClientResourceStatus_NACKED, "nacked", "nacked_but_cached"},
-	StateReceivedError: {adminpb.ClientResourceStatus_RECEIVED_ERROR, "received_error", "received_error_but_cached"},
-	StateTimeout:       {adminpb.ClientResourceStatus_TIMEOUT, "timeout", "timeout"},
-}
-
-func (s CacheState) known() bool { return s >= 0 && int(s) < len(states) }
-
 // String returns the state's A88 name, as CSDS spells it.
 func (s CacheState) String() string {
-	if !s.known() {
-		return fmt.Sprintf("CacheState(%d)", int(s))
+	if st := s.ClientStatus(); st != adminpb.ClientResourceStatus_UNKNOWN {
+		return st.String()
 	}
-	return states[s].csds.String()
+	return fmt.Sprintf("CacheState(%d)", int(s))
 }
 
 // ClientStatus maps the state to CSDS's ClientResourceStatus.
-func (s CacheState) ClientStatus() adminpb.ClientResourceStatus {
-	if !s.known() {
-		return adminpb.ClientResourceStatus_UNKNOWN
-	}
-	return states[s].csds
-}
+func (s CacheState) ClientStatus() adminpb.ClientResourceStatus { return cachestate.Status(int(s)) }
 
 // MetricLabel is the grpc.xds.cache_state label of gRFC A78 as extended by
 // A88: a state, and whether a resource is cached in it.
-func (s CacheState) MetricLabel(cached bool) string {
-	switch {
-	case !s.known():
-		return "unknown"
-	case cached:
-		return states[s].cachedLabel
-	}
-	return states[s].label
-}
+func (s CacheState) MetricLabel(cached bool) string { return cachestate.Label(int(s), cached) }
 
 // entry is the cache entry of one (type, name): the resource in use and
 // the last error, held independently (A88), and the watchers.

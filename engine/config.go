@@ -14,8 +14,8 @@ import (
 	"github.com/xdsengine/xdsengine/transport"
 )
 
-// Config configures an Engine. The engine does not modify it; a Config may
-// be reused.
+// Config configures an Engine, which does not modify it: a Config may be
+// reused.
 type Config struct {
 	// Bootstrap holds the servers (at least one), node and authorities; required.
 	Bootstrap *bootstrap.Bootstrap
@@ -24,15 +24,13 @@ type Config struct {
 	// Features are server features of the user's own, resolved by name with
 	// [features.Builtin] against "server_features"; they win a name clash.
 	Features []features.ServerFeature
-	// Transport reaches the servers. Nil means gRPC with the credentials
-	// the bootstrap names.
+	// Transport reaches the servers. Nil: gRPC, with the bootstrap's credentials.
 	Transport transport.Builder
-	// MaxResponseBytes is the largest DiscoveryResponse the engine accepts
-	// (the transport applies it). Zero means
-	// [transport.DefaultMaxResponseBytes], 128 MiB: gRPC's 4 MiB is too
-	// small for large meshes. A larger response fails the stream, which
-	// is retried with backoff; watchers get a RESOURCE_EXHAUSTED error
-	// naming the size and this setting.
+	// MaxResponseBytes is the largest DiscoveryResponse the engine (through
+	// the transport) accepts. Zero means [transport.DefaultMaxResponseBytes],
+	// 128 MiB: gRPC's 4 MiB is too small for large meshes. A larger response
+	// fails the stream, retried with backoff; watchers get a
+	// RESOURCE_EXHAUSTED error naming the size and this setting.
 	MaxResponseBytes int
 	// SlowWatcherThreshold is how long a watcher may hold a notification's
 	// done before the engine logs a warning naming the resource and counts
@@ -42,8 +40,8 @@ type Config struct {
 	SlowWatcherThreshold time.Duration
 	// Clock is the engine's time: it stamps updates and CSDS entries and
 	// runs every wait (does-not-exist timers, the slow-watcher threshold,
-	// the backoff before a stream retry), so a test clock never advanced
-	// holds retries too. Nil means [RealClock].
+	// stream retries' backoff), so a test clock never advanced holds
+	// retries too. Nil means [RealClock].
 	Clock Clock
 	// ResourceTimeout overrides the does-not-exist timer's length. Zero
 	// means 15 s, or what the server's features say (30 s with

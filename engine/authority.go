@@ -32,8 +32,7 @@ type authority struct {
 	answered  bool // a server of it has: Config.Store is not served
 }
 
-// entriesLocked returns the authority's entries of a type, made empty on
-// first use.
+// entriesLocked returns the authority's entries of a type, made on first use.
 func (a *authority) entriesLocked(typeURL string) map[string]*entry {
 	byName := a.resources[typeURL]
 	if byName == nil {
@@ -44,8 +43,7 @@ func (a *authority) entriesLocked(typeURL string) map[string]*entry {
 	return byName
 }
 
-// markOrder lists an authority's entries of one type, linked through
-// entry.prevMarked and entry.nextMarked.
+// markOrder lists an authority's entries of a type, through their prevMarked and nextMarked.
 type markOrder struct{ front, back *entry }
 
 func (o *markOrder) pushBack(en *entry) {
@@ -174,9 +172,9 @@ func DefaultFallbackPolicy() FallbackPolicy {
 	return FallbackPolicyFunc(func(s FallbackState) bool { return s.Uncached > 0 || s.ReachabilityOnly })
 }
 
-// maybeFallbackLocked connects, past the authority's failing active
-// server, each next server (subscribing it to all the authority watches)
-// until one is not known to be failing, and reports whether one was.
+// maybeFallbackLocked connects, past the authority's failing active server,
+// each next server (subscribed to all the authority watches) until one is
+// not known to be failing, and reports whether one was.
 func (e *Engine) maybeFallbackLocked(a *authority) bool {
 	if e.switches.DisableFallback || len(a.channels) >= len(a.servers) {
 		return false

@@ -193,7 +193,7 @@ func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason
 			action = features.Drop // before A88 a deletion dropped the resource (A53)
 		}
 		if err.Class() == features.DataError {
-			action = c.features.ErrorAction(features.ErrorEvent{
+			action = c.info.Features.ErrorAction(features.ErrorEvent{
 				Class: features.DataError, Reason: reason, Code: err.Code,
 				TypeURL: en.typ.TypeURL, Name: en.name, Err: err,
 			}, action)

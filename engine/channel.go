@@ -15,7 +15,6 @@ import (
 	"github.com/xdsengine/xdsengine/engine/internal/setup"
 	"github.com/xdsengine/xdsengine/engine/internal/transports"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
-	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/transport"
 )
@@ -24,21 +23,19 @@ import (
 // authorities that list it. Its accepted versions and decode memo outlive
 // streams; a fallback server, another channel, starts from none.
 type channel struct {
-	e          *Engine
-	server     bootstrap.ServerConfig
-	key        string
-	features   features.Set
-	serverInfo registry.ServerInfo
-	transport  transport.Transport // shared (Engine.Transport)
-	buildErr   error
-	memo       *wire.Memo
+	e         *Engine
+	server    bootstrap.ServerConfig
+	key       string
+	info      registry.ServerInfo // its features, and whether it speaks incremental ADS
+	transport transport.Transport // shared (Engine.Transport)
+	buildErr  error
+	memo      *wire.Memo
 
 	auths      map[*authority]struct{}
 	subscribed map[string]*namelist.List // by type: the names handed to streams
 	versions   map[string]string         // type URL → last accepted version_info
 	status     *Error                    // the connectivity failure watchers were told of, until a response (A57)
 	connected  bool                      // a response came since the last connectivity failure (A78)
-	delta      bool                      // the server speaks incremental ADS
 	// reconnected: an incremental server answered after a connectivity
 	// failure; what it did not re-send has its error cleared once applied.
 	reconnected bool
@@ -46,9 +43,8 @@ type channel struct {
 	// many entries of this channel's authorities it named, and the mark it
 	// gives them (entry.coveredBy). If it named all and nothing changed
 	// meanwhile it deletes nothing; else what it did not mark is deleted.
-	applyingShape, applyingActive uint64
-	applyingCovered               int
-	applyingMark                  uint64
+	applyingShape, applyingActive, applyingMark uint64
+	applyingCovered                             int
 	// order is, per type, the last response's entries in the order they
 	// came, where the next response's most likely are; nextOrder is the
 	// response's being applied.
@@ -68,7 +64,7 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 		return c
 	}
 	info, ignored := setup.Server(s, e.known)
-	c := &channel{e: e, server: s, key: key, features: info.Features, delta: info.Delta, serverInfo: info,
+	c := &channel{e: e, server: s, key: key, info: info,
 		memo: wire.NewMemo(), auths: make(map[*authority]struct{}), subscribed: make(map[string]*namelist.List),
 		versions: make(map[string]string), order: make(map[string][]*entry)}
 	// A typo in a feature's name is silent: say what each server's came to.
@@ -183,7 +179,7 @@ func (c *channel) receivedLocked() {
 	if c.status != nil {
 		c.status = nil
 		c.e.log.Info("xDS server reachable again", "server", c.server.URI)
-		c.reconnected = c.delta // what it updates, the update tells
+		c.reconnected = c.info.Delta // what it updates, the update tells
 		for _, a := range c.authsLocked(true) {
 			c.e.notifyWildcardsLocked(a, nil)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/registry"
 )
 
 // Kind classifies an error a watcher sees.
@@ -85,20 +86,19 @@ func (k Kind) String() string {
 type Error struct {
 	Kind      Kind
 	Code      codes.Code
-	TypeURL   string // resource type, if the error is about one resource
-	Name      string // resource name, likewise
-	ServerURI string // the xDS server involved, if any
-	// server is that server's bootstrap entry, for Update.Server.
-	server *bootstrap.ServerConfig
-	NodeID string
-	Err    error // the cause
+	TypeURL   string                  // resource type, if the error is about one resource
+	Name      string                  // resource name, likewise
+	ServerURI string                  // the xDS server involved, if any
+	server    *bootstrap.ServerConfig // its bootstrap entry, for Update.Server
+	NodeID    string
+	Err       error // the cause
 }
 
 // Error formats as "<what>: <cause> (xDS server <uri>) (node ID: <id>)".
 func (e *Error) Error() string {
 	var b strings.Builder
 	if e.TypeURL != "" || e.Name != "" {
-		fmt.Fprintf(&b, "%s resource %q: ", shortTypeName(e.TypeURL), e.Name)
+		fmt.Fprintf(&b, "%s resource %q: ", registry.ResourceType{TypeURL: e.TypeURL}.ShortName(), e.Name)
 	}
 	if e.Err != nil {
 		b.WriteString(e.Err.Error())
@@ -142,8 +142,3 @@ func KindOf(err error) Kind {
 
 // ErrClosed is the cause of errors about a closed engine.
 var ErrClosed = errors.New("xDS engine closed")
-
-func shortTypeName(typeURL string) string {
-	n := typeURL[strings.LastIndexByte(typeURL, '/')+1:]
-	return n[strings.LastIndexByte(n, '.')+1:]
-}

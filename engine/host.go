@@ -7,6 +7,7 @@ import (
 
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/engine/internal/namelist"
+	"github.com/xdsengine/xdsengine/engine/internal/transports"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/transport"
@@ -89,28 +90,17 @@ func (c *channel) startStreamLocked() {
 	}
 	e := c.e
 	newStream := wire.NewSotW
-	if c.delta {
+	if c.info.Delta {
 		newStream = wire.NewDelta
 	}
 	c.host = &streamHost{c: c}
 	for _, sn := range c.subscribed {
 		sn.NewStream()
 	}
-	c.stream = newStream(wire.Config{
-		Host:                 c.host,
-		Open:                 c.openStream,
-		Goroutines:           &e.streamsRun,
-		Types:                e.lookupType,
-		ResolveName:          c.resolveName,
-		Memo:                 c.memo,
-		Switches:             e.switches,
-		Server:               c.serverInfo,
-		CertificateProviders: e.certificateProviders,
-		Node:                 e.node,
-		Clock:                e.clock,
-		SlowWatcherThreshold: e.slowWatcherThreshold,
-		Log:                  e.log,
-	})
+	c.stream = newStream(wire.Config{Host: c.host, Open: c.openStream, Goroutines: &e.streamsRun, Types: e.lookupType,
+		ResolveName: e.auths.Key, Memo: c.memo, Switches: e.switches, Server: c.info,
+		CertificateProviders: e.certificateProviders, Node: e.node, Clock: e.clock,
+		SlowWatcherThreshold: e.slowWatcherThreshold, Log: e.log})
 	for _, t := range c.subscribedTypesLocked() {
 		c.stream.Changed(t)
 	}
@@ -127,23 +117,7 @@ func (c *channel) openStream(ctx context.Context) (transport.Stream, error) {
 	if c.transport == nil {
 		return nil, c.buildErr
 	}
-	method := transport.ADSMethod
-	if c.delta {
-		method = transport.DeltaADSMethod
-	}
-	st, err := c.transport.NewStream(ctx, method)
-	if err != nil {
-		return nil, err
-	}
-	return transport.LimitReceive(st, c.e.maxResponseBytes), nil
-}
-
-func (c *channel) resolveName(typeURL, name string) (string, error) {
-	_, key, err := c.e.resolveName(typeURL, name)
-	if err != nil {
-		return "", err.Err
-	}
-	return key, nil
+	return transports.Open(ctx, c.transport, c.info.Delta, c.e.maxResponseBytes)
 }
 
 // subscriptionLocked returns the names of a type the stream is to
@@ -164,7 +138,7 @@ func (c *channel) subscriptionLocked(typeURL string) wire.Subscription {
 	sub := wire.Subscription{Version: c.versions[typeURL]}
 	var first bool
 	sub.Names, sub.Added, sub.Removed, first = sn.Next()
-	if first && c.delta {
+	if first && c.info.Delta {
 		sub.Versions = c.resourceVersionsLocked(typeURL)
 	}
 	if len(sub.Added) > 0 {
@@ -300,7 +274,7 @@ func (c *channel) resourceVersionsLocked(typeURL string) map[string]string {
 }
 
 func (c *channel) timerLocked() features.Timer {
-	t := c.features.ResourceTimer(features.DefaultTimer)
+	t := c.info.Features.ResourceTimer(features.DefaultTimer)
 	if c.e.cfg.ResourceTimeout > 0 {
 		t.Timeout = c.e.cfg.ResourceTimeout
 	}

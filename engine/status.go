@@ -70,7 +70,7 @@ func (e *Engine) Authorities() []AuthorityStatus {
 			s.Servers = append(s.Servers, sc.URI)
 		}
 		if c := a.active(); c != nil {
-			s.Active, s.Connected, s.Delta = c.server.URI, c.connected, c.delta
+			s.Active, s.Connected, s.Delta = c.server.URI, c.connected, c.info.Delta
 			s.Versions = maps.Clone(c.versions)
 			if c.status != nil {
 				s.Err = c.status

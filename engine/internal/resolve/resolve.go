@@ -60,6 +60,15 @@ func (as *Authorities[A]) Resolve(typeURL, name string) (A, string, *Error) {
 	return a, n.String(), nil
 }
 
+// Key returns the cache key of a name of a type, or why it has none.
+func (as *Authorities[A]) Key(typeURL, name string) (string, error) {
+	_, key, err := as.Resolve(typeURL, name)
+	if err != nil {
+		return "", err.Err
+	}
+	return key, nil
+}
+
 // Authority is what Keys needs of one: its entries (E) of a type.
 type Authority[E any] interface {
 	comparable

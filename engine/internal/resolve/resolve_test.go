@@ -56,6 +56,9 @@ func TestResolve(t *testing.T) {
 			errName: "xdstp://b/envoy.config.cluster.v3.Cluster/c1"},
 	} {
 		got, key, err := as.Resolve(cds, tc.in)
+		if k, kerr := as.Key(cds, tc.in); k != key || (err == nil) != (kerr == nil) || err != nil && kerr.Error() != err.Err.Error() {
+			t.Errorf("%s: Key(%q) = %q, %v; want Resolve's key %q and cause %v", tc.name, tc.in, k, kerr, key, err)
+		}
 		switch {
 		case tc.unknown || tc.invalid:
 			if err == nil || err.UnknownAuthority != tc.unknown || err.Name != tc.errName || err.Err == nil || got != nil || key != "" {

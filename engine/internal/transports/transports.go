@@ -5,6 +5,7 @@
 package transports
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 	"sync"
@@ -105,4 +106,18 @@ func (ts *Set) Drain() []transport.Transport {
 		delete(ts.shared, key)
 	}
 	return out
+}
+
+// Open opens an ADS stream on t, incremental (delta) or State of the
+// World, that reads no response larger than maxBytes.
+func Open(ctx context.Context, t transport.Transport, delta bool, maxBytes int) (transport.Stream, error) {
+	method := transport.ADSMethod
+	if delta {
+		method = transport.DeltaADSMethod
+	}
+	st, err := t.NewStream(ctx, method)
+	if err != nil {
+		return nil, err
+	}
+	return transport.LimitReceive(st, maxBytes), nil
 }

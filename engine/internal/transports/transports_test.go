@@ -118,3 +118,62 @@ func TestSharing(t *testing.T) {
 		t.Fatalf("a Release after Drain closed the transport %d times", n)
 	}
 }
+
+// opener records the method of each stream it opens; its streams answer
+// every Recv with a message of size bytes.
+type opener struct {
+	counted
+	methods []string
+	size    int
+	fail    error
+}
+
+type sized int
+
+func (sized) Send([]byte) error       { return nil }
+func (s sized) Recv() ([]byte, error) { return make([]byte, s), nil }
+
+func (o *opener) NewStream(_ context.Context, method string) (transport.Stream, error) {
+	o.methods = append(o.methods, method)
+	if o.fail != nil {
+		return nil, o.fail
+	}
+	return sized(o.size), nil
+}
+
+func TestOpen(t *testing.T) {
+	failed := errors.New("unreachable")
+	for _, tc := range []struct {
+		name     string
+		delta    bool
+		size     int
+		fail     error
+		method   string
+		tooLarge bool
+	}{
+		{name: "SotW", size: 10, method: transport.ADSMethod},
+		{name: "delta", delta: true, size: 10, method: transport.DeltaADSMethod},
+		{name: "a response over the limit", size: 11, method: transport.ADSMethod, tooLarge: true},
+		{name: "the transport fails", delta: true, fail: failed, method: transport.DeltaADSMethod},
+	} {
+		o := &opener{size: tc.size, fail: tc.fail}
+		st, err := Open(context.Background(), o, tc.delta, 10)
+		if len(o.methods) != 1 || o.methods[0] != tc.method {
+			t.Errorf("%s: opened %v, want %s", tc.name, o.methods, tc.method)
+		}
+		if tc.fail != nil {
+			if !errors.Is(err, tc.fail) || st != nil {
+				t.Errorf("%s: Open = %v, %v; want the transport's error", tc.name, st, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: Open: %v", tc.name, err)
+		}
+		_, err = st.Recv()
+		var tooLarge *transport.ResponseTooLargeError
+		if errors.As(err, &tooLarge) != tc.tooLarge {
+			t.Errorf("%s: Recv of %d bytes with a limit of 10: %v, want too large: %v", tc.name, tc.size, err, tc.tooLarge)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine/internal/resolve"
+	"github.com/xdsengine/xdsengine/engine/internal/setup"
 )
 
 // authority is one A47 authority: its servers and the resources watched
@@ -94,11 +95,8 @@ func (a *authority) displayName() string {
 	return a.name
 }
 
-func (e *Engine) newAuthority(name string, servers []bootstrap.ServerConfig, reachabilityOnly bool) *authority {
-	if e.switches.DisableFallback && len(servers) > 1 {
-		servers = servers[:1]
-	}
-	return &authority{name: name, servers: servers, reachabilityOnly: reachabilityOnly && !e.switches.DisableEndpointFallback,
+func newAuthority(s setup.Authority) *authority {
+	return &authority{name: s.Name, servers: s.Servers, reachabilityOnly: s.ReachabilityOnly,
 		resources: make(map[string]map[string]*entry), marked: make(map[string]*markOrder), wildcards: make(map[string][]*wildcard)}
 }
 

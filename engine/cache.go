@@ -69,24 +69,22 @@ type entry struct {
 	updated time.Time
 
 	state CacheState
-	// fail (the last error and ambient error) and glob (a glob
-	// collection's members) are nil in most entries: kept apart, so that
-	// those do not carry their fields.
+	// fail (the last error and ambient error) and glob (a glob collection's
+	// members) are nil in most entries, which need not carry their fields.
 	fail *entryFailure
 	glob *glob.Members
 	// coveredBy is the mark of the last response that named the entry
 	// (channel.applyingMark): a response deletes the entries it did not mark.
 	coveredBy uint64
-	// order is the entry type's marked order in its authority, linked by
-	// prevMarked and nextMarked (authority.marked).
+	// order is the entry type's marked order in its authority (authority.marked).
 	order                  *markOrder
 	prevMarked, nextMarked *entry
 }
 
-// entryFailure is why an entry is not ACKED (err, with the failed
-// update's version and time), the last ambient error its watchers were
-// given, which a new watcher sees after the cached resource, and whether
-// its resource came from Config.Store and not yet from a server.
+// entryFailure is why an entry is not ACKED (err, with the failed update's
+// version and time), the last ambient error its watchers were given (a new
+// one sees it after the cached resource), and whether its resource came
+// from Config.Store and not yet from a server.
 type entryFailure struct {
 	err           *Error
 	failedVersion string
@@ -148,13 +146,8 @@ func (en *entry) setAmbient(err error) {
 // resource when it changed, or a cleared ambient error when it did not.
 func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, version string, received time.Time, c *channel, gate *wire.Gate) {
 	identical := en.value != nil && (bytes.Equal(en.raw, raw) || resourcesEqual(en.value, value))
-	en.version = version
-	en.updated = received
-	en.state = StateACKed
 	hadAmbient := en.ambientError() != nil
-	en.fail = nil
-	en.source = c
-	en.raw = raw
+	en.version, en.updated, en.state, en.fail, en.source, en.raw = version, received, StateACKed, nil, c, raw
 	e.keepLocked(en)
 	if identical {
 		if hadAmbient {
@@ -167,10 +160,8 @@ func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, v
 }
 
 func resourcesEqual(a, b registry.Resource) bool {
-	if eq, ok := a.(registry.Equaler); ok {
-		return eq.Equal(b)
-	}
-	return false
+	eq, ok := a.(registry.Equaler)
+	return ok && eq.Equal(b)
 }
 
 // onDataErrorLocked applies a NACK, a deletion or a TP3 error (A88's
@@ -193,10 +184,8 @@ func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason
 			action = features.Drop // before A88 a deletion dropped the resource (A53)
 		}
 		if err.Class() == features.DataError {
-			action = c.info.Features.ErrorAction(features.ErrorEvent{
-				Class: features.DataError, Reason: reason, Code: err.Code,
-				TypeURL: en.typ.TypeURL, Name: en.name, Err: err,
-			}, action)
+			action = c.info.Features.ErrorAction(features.ErrorEvent{Class: features.DataError, Reason: reason, Code: err.Code,
+				TypeURL: en.typ.TypeURL, Name: en.name, Err: err}, action)
 		}
 		if action == features.Drop || reason == features.ReasonDeletion {
 			e.forgetLocked(en) // the store keeps what a server stands by
@@ -260,8 +249,7 @@ func (e *Engine) onTimerLocked(en *entry, c *channel) {
 func (e *Engine) newError(kind Kind, code codes.Code, en *entry, c *channel, cause error) *Error {
 	err := &Error{Kind: kind, Code: code, NodeID: e.nodeID, Err: cause}
 	if en != nil {
-		err.TypeURL = en.typ.TypeURL
-		err.Name = en.name
+		err.TypeURL, err.Name = en.typ.TypeURL, en.name
 	}
 	if c != nil {
 		err.ServerURI, err.server = c.server.URI, &c.server

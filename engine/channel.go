@@ -74,8 +74,8 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 	return c
 }
 
-// typeChangedLocked has a type's names listed afresh for the stream: they
-// may have changed in any way (an authority came or went).
+// typeChangedLocked has a type's names listed afresh for the stream: an
+// authority came or went.
 func (c *channel) typeChangedLocked(typeURL string) {
 	if sn := c.subscribed[typeURL]; sn != nil {
 		sn.MarkStale()
@@ -153,8 +153,7 @@ func (c *channel) endedLocked(err error, sawResponse bool) {
 // errors: ambient where cached). A successful fallback shows them nothing.
 func (c *channel) onServerFailureLocked(cause *Error) {
 	wasHealthy := c.status == nil
-	c.connected = false
-	c.status = cause
+	c.connected, c.status = false, cause
 	if wasHealthy {
 		c.e.log.Warn("xDS server unreachable", "server", c.server.URI, "error", cause.Err)
 		c.e.metrics.Add(metrics.Failures, 1, c.server.URI, "")
@@ -279,10 +278,9 @@ func (e *Engine) channelErrorFor(c *channel, en *entry) *Error {
 func (e *Engine) notifyChannelErrorLocked(a *authority, c *channel) {
 	for _, byName := range a.resources {
 		for _, en := range byName {
-			if len(en.watchers) == 0 {
-				continue
+			if len(en.watchers) > 0 {
+				e.notifyErrorLocked(en, e.channelErrorFor(c, en), nil)
 			}
-			e.notifyErrorLocked(en, e.channelErrorFor(c, en), nil)
 		}
 	}
 }

@@ -2,13 +2,12 @@ package engine
 
 import (
 	"log/slog"
-	"math"
-	"math/rand/v2"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine/internal/setup"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/transport"
@@ -106,14 +105,4 @@ func RealClock() Clock { return realClock{} }
 // the default of Config.Backoff: 1 s before the first retry, growing ×1.6
 // to at most 120 s, with ±20 % jitter so that clients that lost the same
 // server do not return in lockstep.
-func DefaultBackoff(n int) time.Duration {
-	const (
-		base       = time.Second
-		max        = 120 * time.Second
-		multiplier = 1.6
-		jitter     = 0.2
-	)
-	d := min(float64(base)*math.Pow(multiplier, float64(n)), float64(max))
-	d *= 1 + jitter*(rand.Float64()*2-1)
-	return time.Duration(d)
-}
+func DefaultBackoff(n int) time.Duration { return setup.Backoff(n) }

@@ -98,14 +98,11 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.known = setup.Known(e.switches, cfg.Features)
 	e.node = node.Build(cfg.Bootstrap.Node, cmp.Or(cfg.UserAgentName, "xdsengine"), cmp.Or(cfg.UserAgentVersion, Version), clientFeatures)
-	e.auths.OldStyle = e.newAuthority("", cfg.Bootstrap.Servers, false)
+	oldStyle, byName := setup.Authorities(cfg.Bootstrap, e.switches)
+	e.auths.OldStyle = newAuthority(oldStyle)
 	e.auths.OldStyle.oldStyle = true
-	for name, a := range cfg.Bootstrap.Authorities {
-		servers := a.Servers
-		if len(servers) == 0 {
-			servers = cfg.Bootstrap.Servers
-		}
-		e.auths.ByName[name] = e.newAuthority(name, servers, a.FallbackOnReachabilityOnly)
+	for name, a := range byName {
+		e.auths.ByName[name] = newAuthority(a)
 	}
 	m, err := metrics.New(cfg.MeterProvider, cfg.Target, Version, e.gauges)
 	if err != nil {

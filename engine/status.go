@@ -22,7 +22,7 @@ func (e *Engine) ResourceStatus(typeURL, name string) *statuspb.ClientConfig_Gen
 		e.mu.Unlock()
 		return nil
 	}
-	snap := snapshotLocked(en)
+	snap := snapshotLocked(en) // the rest without the lock
 	e.mu.Unlock()
 	return snap.Config()
 }
@@ -70,10 +70,9 @@ func (e *Engine) Authorities() []AuthorityStatus {
 			s.Servers = append(s.Servers, sc.URI)
 		}
 		if c := a.active(); c != nil {
-			s.Active, s.Connected, s.Delta = c.server.URI, c.connected, c.info.Delta
-			s.Versions = maps.Clone(c.versions)
+			s.Active, s.Connected, s.Delta, s.Versions = c.server.URI, c.connected, c.info.Delta, maps.Clone(c.versions)
 			if c.status != nil {
-				s.Err = c.status
+				s.Err = c.status // not a nil *Error in a non-nil error
 			}
 		}
 		for _, byName := range a.resources {
@@ -96,14 +95,14 @@ func (e *Engine) Authorities() []AuthorityStatus {
 // 100,000 resources does not stall the streams.
 func (e *Engine) Dump() *statuspb.ClientConfig {
 	e.mu.Lock()
-	count := 0
-	for _, a := range e.allAuthoritiesLocked() {
+	auths, count := e.allAuthoritiesLocked(), 0
+	for _, a := range auths {
 		for _, byName := range a.resources {
 			count += len(byName)
 		}
 	}
 	snaps := make([]dump.Entry, 0, count)
-	for _, a := range e.allAuthoritiesLocked() {
+	for _, a := range auths {
 		for _, byName := range a.resources {
 			for _, en := range byName {
 				if !en.orphaned {
@@ -122,8 +121,7 @@ func snapshotLocked(en *entry) dump.Entry {
 	if f := en.fail; f != nil && f.err != nil {
 		s.Err, s.FailedVersion, s.FailedAt = f.err, f.failedVersion, f.failedAt
 	} else if en.storedOrigin() != nil && f.ambient != nil {
-		// CSDS has no word for it: the error state says where the resource
-		// comes from, and since when.
+		// CSDS has no word for a stored resource: its error state says so, and since when.
 		s.Err, s.FailedAt = f.ambient, f.servedSince
 	}
 	return s

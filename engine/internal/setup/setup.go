@@ -1,14 +1,18 @@
 // Package setup derives what an engine runs with from its configuration,
 // and checks it: the resource types on under the switches and the client
-// features they add, the server features known by name, and what each
-// server's "server_features" come to. None of it needs the engine's
-// state, so it is here, with a test of its own, and not in the engine.
+// features they add, the server features known by name, what each
+// server's "server_features" come to, the authorities' servers, and the
+// default backoff. None of it needs the engine's state, so it is here,
+// with a test of its own, and not in the engine.
 package setup
 
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/features"
@@ -76,4 +80,48 @@ func Server(s bootstrap.ServerConfig, known []features.ServerFeature) (info regi
 	fs := features.Resolve(s.ServerFeatures, known...)
 	info = registry.ServerInfo{URI: s.URI, Features: fs, Delta: s.Delta || fs.Has(features.NameDeltaXDS)}
 	return info, slices.DeleteFunc(slices.Clone(s.ServerFeatures), fs.Has)
+}
+
+// Authority is an authority's part of the bootstrap, under the switches.
+type Authority struct {
+	Name             string
+	Servers          []bootstrap.ServerConfig // by priority; only the first with fallback off
+	ReachabilityOnly bool                     // fallback_on_reachability_only, unless endpoint fallback is off
+}
+
+// Authorities returns the authority of old-style names (named "", with
+// the top-level servers) and the bootstrap's, by name; one that lists no
+// server uses the top-level ones (gRFC A47).
+func Authorities(bs *bootstrap.Bootstrap, sw features.Switches) (oldStyle Authority, byName map[string]Authority) {
+	authority := func(name string, servers []bootstrap.ServerConfig, reachabilityOnly bool) Authority {
+		if sw.DisableFallback && len(servers) > 1 {
+			servers = servers[:1]
+		}
+		return Authority{Name: name, Servers: servers, ReachabilityOnly: reachabilityOnly && !sw.DisableEndpointFallback}
+	}
+	byName = make(map[string]Authority, len(bs.Authorities))
+	for name, a := range bs.Authorities {
+		servers := a.Servers
+		if len(servers) == 0 {
+			servers = bs.Servers
+		}
+		byName[name] = authority(name, servers, a.FallbackOnReachabilityOnly)
+	}
+	return authority("", bs.Servers, false), byName
+}
+
+// Backoff is gRPC's connection backoff (doc/connection-backoff.md) before
+// the n-th retry, from 0: 1 s, growing ×1.6 to at most 120 s, with ±20 %
+// jitter so that clients that lost the same server do not return in
+// lockstep.
+func Backoff(n int) time.Duration {
+	const (
+		base       = time.Second
+		max        = 120 * time.Second
+		multiplier = 1.6
+		jitter     = 0.2
+	)
+	d := min(float64(base)*math.Pow(multiplier, float64(n)), float64(max))
+	d *= 1 + jitter*(rand.Float64()*2-1)
+	return time.Duration(d)
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -121,6 +122,66 @@ func TestKnownAndServer(t *testing.T) {
 			!slices.Equal(ignored, tc.ignored) || acts != tc.failOnDataErrorsActs {
 			t.Errorf("%s: Server = %+v (names %v, fail_on_data_errors acts: %v), ignored %v; want names %v, delta %v, acts %v, ignored %v",
 				tc.name, info, info.Features.Names(), acts, ignored, tc.active, tc.delta, tc.failOnDataErrorsActs, tc.ignored)
+		}
+	}
+}
+
+func TestAuthorities(t *testing.T) {
+	s1, s2, s3 := bootstrap.ServerConfig{URI: "s1"}, bootstrap.ServerConfig{URI: "s2"}, bootstrap.ServerConfig{URI: "s3"}
+	bs := &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{s1, s2}, Authorities: map[string]bootstrap.Authority{
+		"own":     {Servers: []bootstrap.ServerConfig{s3, s1}, FallbackOnReachabilityOnly: true},
+		"default": {}, // the top-level servers
+	}}
+	uris := func(a Authority) string {
+		var out []string
+		for _, s := range a.Servers {
+			out = append(out, s.URI)
+		}
+		return a.Name + ":" + strings.Join(out, ",") + map[bool]string{true: " reachability only"}[a.ReachabilityOnly]
+	}
+	for _, tc := range []struct {
+		name string
+		sw   features.Switches
+		want []string // the old-style authority's, then the others' by name
+	}{
+		{"as the bootstrap says", features.Switches{}, []string{":s1,s2", "default:s1,s2", "own:s3,s1 reachability only"}},
+		{"fallback off", features.Switches{DisableFallback: true}, []string{":s1", "default:s1", "own:s3 reachability only"}},
+		{"endpoint fallback off", features.Switches{DisableEndpointFallback: true}, []string{":s1,s2", "default:s1,s2", "own:s3,s1"}},
+	} {
+		old, byName := Authorities(bs, tc.sw)
+		got := []string{uris(old)}
+		for _, name := range []string{"default", "own"} {
+			got = append(got, uris(byName[name]))
+		}
+		if len(byName) != 2 || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: Authorities = %v (%d by name), want %v", tc.name, got, len(byName), tc.want)
+		}
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		base time.Duration // before jitter
+	}{
+		{0, time.Second},
+		{1, 1600 * time.Millisecond},
+		{5, time.Duration(10.48576 * float64(time.Second))},
+		{10, 109951162777 * time.Nanosecond},
+		{11, 120 * time.Second}, // capped
+		{100, 120 * time.Second},
+	} {
+		lo, hi := time.Duration(0.8*float64(tc.base))-time.Microsecond, time.Duration(1.2*float64(tc.base))+time.Microsecond
+		var below, above bool // jitter goes both ways
+		for range 200 {
+			d := Backoff(tc.n)
+			if d < lo || d > hi {
+				t.Fatalf("Backoff(%d) = %v, want within [%v, %v]", tc.n, d, lo, hi)
+			}
+			below, above = below || d < tc.base, above || d > tc.base
+		}
+		if !below || !above {
+			t.Errorf("Backoff(%d): 200 draws all on one side of %v", tc.n, tc.base)
 		}
 	}
 }

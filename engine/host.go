@@ -18,48 +18,34 @@ import (
 // lock, and is ignored once the channel has moved on to another stream.
 type streamHost struct{ c *channel }
 
-// current takes the engine's lock and reports whether h is still its
-// channel's host; if not, it lets go of the lock.
-func (h *streamHost) current() bool {
+// locked runs f with the engine's lock held, if h is still its channel's host.
+func (h *streamHost) locked(f func(c *channel)) {
 	h.c.e.mu.Lock()
-	if h.c.host != h || h.c.closed {
-		h.c.e.mu.Unlock()
-		return false
-	}
-	return true
-}
-
-func (h *streamHost) Subscription(typeURL string) wire.Subscription {
-	if !h.current() {
-		return wire.Subscription{}
-	}
 	defer h.c.e.mu.Unlock()
-	return h.c.subscriptionLocked(typeURL)
-}
-
-func (h *streamHost) Apply(p wire.Part) {
-	if h.current() {
-		defer h.c.e.mu.Unlock()
-		h.c.applyLocked(p)
+	if h.c.host == h && !h.c.closed {
+		f(h.c)
 	}
 }
+
+func (h *streamHost) Subscription(typeURL string) (sub wire.Subscription) {
+	h.locked(func(c *channel) { sub = c.subscriptionLocked(typeURL) })
+	return sub
+}
+
+func (h *streamHost) Apply(p wire.Part) { h.locked(func(c *channel) { c.applyLocked(p) }) }
 
 func (h *streamHost) Timeout(typeURL string, names []string) {
-	if h.current() {
-		defer h.c.e.mu.Unlock()
+	h.locked(func(c *channel) {
 		for _, name := range names {
-			if _, en := h.c.e.lookupEntryLocked(typeURL, name); en != nil {
-				h.c.e.onTimerLocked(en, h.c)
+			if _, en := c.e.lookupEntryLocked(typeURL, name); en != nil {
+				c.e.onTimerLocked(en, c)
 			}
 		}
-	}
+	})
 }
 
 func (h *streamHost) Ended(err error, sawResponse bool) {
-	if h.current() {
-		defer h.c.e.mu.Unlock()
-		h.c.endedLocked(err, sawResponse)
-	}
+	h.locked(func(c *channel) { c.endedLocked(err, sawResponse) })
 }
 
 // SlowWatchers logs the resources whose watchers have not called done,

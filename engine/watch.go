@@ -115,7 +115,7 @@ func (e *Engine) watchLocked(h *watch, typ *registry.ResourceType, a *authority,
 	en.orphaned = false
 	en.watchers = append(en.watchers, h)
 	if created || wasOrphan {
-		e.subscribeLocked(en, created)
+		e.subscribeLocked(a, typ.TypeURL, key, created)
 		e.serveStoredLocked(en)
 	}
 	e.deliverCurrentLocked(h)
@@ -134,15 +134,14 @@ func (e *Engine) addEntryLocked(en *entry, a *authority, typ *registry.ResourceT
 	}
 }
 
-// subscribeLocked puts a new or re-watched entry on the wire on every
+// subscribeLocked puts a new or re-watched key on the wire on every
 // channel of its authority, connecting the first server if needed.
-func (e *Engine) subscribeLocked(en *entry, isNew bool) {
-	a := en.auth
+func (e *Engine) subscribeLocked(a *authority, typeURL, key string, isNew bool) {
 	if len(a.channels) == 0 {
 		e.addChannelLocked(a)
 	}
 	for _, c := range a.channels {
-		c.nameChangedLocked(en.typ.TypeURL, en.name)
+		c.nameChangedLocked(typeURL, key)
 	}
 	// A71: a new resource while the active server fails is a reason to
 	// try the next server.
@@ -203,12 +202,10 @@ func (e *Engine) cancelLocked(h *watch) {
 		return
 	}
 	en.orphaned = true
-	written := false
-	for _, c := range en.auth.channels {
-		if sn := c.subscribed[en.typ.TypeURL]; named && c.stream != nil && sn != nil && sn.Handed() {
-			written = true
-		}
-	}
+	written := named && slices.ContainsFunc(en.auth.channels, func(c *channel) bool {
+		sn := c.subscribed[en.typ.TypeURL]
+		return c.stream != nil && sn != nil && sn.Handed()
+	})
 	if !written {
 		e.removeEntryLocked(en)
 	}

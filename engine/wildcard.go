@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"google.golang.org/grpc/codes"
@@ -63,12 +64,7 @@ func (e *Engine) watchAllLocked(ww *wildcard, typ *registry.ResourceType) {
 	for _, en := range a.resources[typ.TypeURL] {
 		e.deliverCurrentLocked(holdForWildcard(ww, en))
 	}
-	if len(a.channels) == 0 {
-		e.addChannelLocked(a)
-	}
-	for _, c := range a.channels {
-		c.nameChangedLocked(typ.TypeURL, wildcardName)
-	}
+	e.subscribeLocked(a, typ.TypeURL, wildcardName, false)
 	e.useStoreLocked(a, true)
 }
 
@@ -94,12 +90,7 @@ func (e *Engine) wildcardEntryLocked(a *authority, typ *registry.ResourceType, k
 
 func (e *Engine) cancelAllLocked(ww *wildcard, typ *registry.ResourceType) {
 	a := e.auths.OldStyle
-	wws := a.wildcards[typ.TypeURL]
-	for i, x := range wws {
-		if x == ww {
-			wws = append(wws[:i:i], wws[i+1:]...)
-		}
-	}
+	wws := slices.DeleteFunc(slices.Clone(a.wildcards[typ.TypeURL]), func(x *wildcard) bool { return x == ww })
 	if a.wildcards[typ.TypeURL] = wws; len(wws) == 0 {
 		delete(a.wildcards, typ.TypeURL)
 		for _, c := range a.channels {

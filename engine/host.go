@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"slices"
-	"strings"
 
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/engine/internal/namelist"
@@ -48,25 +47,15 @@ func (h *streamHost) Ended(err error, sawResponse bool) {
 	h.locked(func(c *channel) { c.endedLocked(err, sawResponse) })
 }
 
-// SlowWatchers logs the resources whose watchers have not called done,
-// and counts them per type.
-func (h *streamHost) SlowWatchers(pending []wire.Pending, notifications int) {
-	c, e := h.c, h.c.e
-	const maxNamed = 10
-	var named []string
+// SlowWatchers counts the resources whose watchers have not called done,
+// per type; the stream has logged them.
+func (h *streamHost) SlowWatchers(pending []wire.Pending) {
 	perType := map[string]int{}
 	for _, p := range pending {
-		t, _ := e.reg.Lookup(p.TypeURL)
-		if len(named) < maxNamed {
-			named = append(named, t.ShortName()+" "+wire.QuoteName(p.Name))
-		}
 		perType[p.TypeURL]++
 	}
-	e.log.Warn("xDS watchers have not called done; reads from the server are held until they do",
-		"server", c.server.URI, "after", e.slowWatcherThreshold, "notifications", notifications,
-		"resources", len(pending), "first", strings.Join(named, ", "))
 	for u, n := range perType {
-		e.metrics.Add(metrics.Slow, n, c.server.URI, u)
+		h.c.e.metrics.Add(metrics.Slow, n, h.c.server.URI, u)
 	}
 }
 

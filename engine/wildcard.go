@@ -106,12 +106,7 @@ func (e *Engine) cancelAllLocked(ww *wildcard, typ *registry.ResourceType) {
 // named reports whether en is watched by name, not only through
 // wildcards: only such an entry is subscribed by its name.
 func (en *entry) named() bool {
-	for _, h := range en.watchers {
-		if !h.wild {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(en.watchers, func(h *watch) bool { return !h.wild })
 }
 
 // notifyWildcardsLocked tells an authority's wildcard watchers of their

@@ -1,9 +1,11 @@
 package wire
 
 import (
+	"strings"
 	"time"
 
 	"github.com/xdsengine/xdsengine/internal/xdsname"
+	"github.com/xdsengine/xdsengine/registry"
 )
 
 // subscription is one name on one stream. Its does-not-exist timer runs
@@ -258,8 +260,25 @@ func (s *stream) waitForWatchers(g *Gate) error {
 		case <-overdue:
 			overdue = nil
 			if pending, n := g.outstanding(); len(pending) > 0 {
-				s.host.SlowWatchers(pending, n)
+				s.logSlowWatchers(pending, n)
+				s.host.SlowWatchers(pending)
 			}
 		}
 	}
+}
+
+// logSlowWatchers warns that watchers hold reads, naming the first
+// resources they are about.
+func (s *stream) logSlowWatchers(pending []Pending, notifications int) {
+	var named []string
+	for _, p := range pending[:min(len(pending), 10)] {
+		t := registry.ResourceType{TypeURL: p.TypeURL}
+		if known, ok := s.cfg.Types(p.TypeURL); ok {
+			t = *known
+		}
+		named = append(named, t.ShortName()+" "+QuoteName(p.Name))
+	}
+	s.cfg.Log.Warn("xDS watchers have not called done; reads from the server are held until they do",
+		"server", s.cfg.Server.URI, "after", s.cfg.SlowWatcherThreshold, "notifications", notifications,
+		"resources", len(pending), "first", strings.Join(named, ", "))
 }

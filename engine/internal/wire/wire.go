@@ -45,9 +45,9 @@ type Host interface {
 	// read a response.
 	Ended(err error, sawResponse bool)
 	// SlowWatchers: a response's notifications have held reads for
-	// Config.SlowWatcherThreshold; pending are the resources of those
-	// still waiting for done, notifications how many there are.
-	SlowWatchers(pending []Pending, notifications int)
+	// Config.SlowWatcherThreshold (the stream has logged it); pending are
+	// the resources of those still waiting for done.
+	SlowWatchers(pending []Pending)
 }
 
 // Subscription is a type's subscription as the host hands it to a stream:

@@ -1,0 +1,166 @@
+package relay_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/registry"
+	"github.com/xdsengine/xdsengine/relay"
+	"github.com/xdsengine/xdsengine/relay/relaytest"
+	"github.com/xdsengine/xdsengine/transport"
+	"github.com/xdsengine/xdsengine/types/builtin"
+	"github.com/xdsengine/xdsengine/xdstest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// wait bounds every wait of these tests.
+const wait = 10 * time.Second
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newUpstream is a go-control-plane server, closed with the test.
+func newUpstream(t *testing.T, name string) *xdstest.Server {
+	return xdstest.NewServer(t, xdstest.Options{Name: name, Logf: t.Logf})
+}
+
+// newRelay is a relay of up on loopback, closed with the test; mutate
+// changes its configuration first.
+func newRelay(t *testing.T, up *xdstest.Server, opts relaytest.Options, mutate func(*relay.Config)) *relaytest.Server {
+	t.Helper()
+	cfg := relaytest.Config(up, nil)
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	return relaytest.NewServer(t, cfg, opts)
+}
+
+// client is a downstream xdsengine engine of the relay, closed with the
+// test.
+func client(t *testing.T, r *relaytest.Server, opts relaytest.BootstrapOptions) *engine.Engine {
+	t.Helper()
+	bs, err := bootstrap.Parse(r.Bootstrap(opts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := features.Switches{}
+	e, err := engine.New(engine.Config{
+		Bootstrap: bs,
+		Registry:  builtin.Registry(),
+		Transport: transport.GRPC(relaytest.FastDial),
+		Backoff:   func(int) time.Duration { return 20 * time.Millisecond },
+		Switches:  &sw,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// latest keeps a watched resource's last delivery, for tests that wait
+// for a state rather than count events.
+type latest struct {
+	mu      sync.Mutex
+	res     registry.Resource
+	err     error
+	ambient error
+	changes int
+	changed chan struct{}
+}
+
+func newLatest() *latest { return &latest{changed: make(chan struct{})} }
+
+func (l *latest) OnResourceChanged(r registry.Resource, err error, done func()) {
+	l.mu.Lock()
+	if err == nil {
+		l.res = r
+	}
+	l.err = err
+	l.changes++
+	close(l.changed)
+	l.changed = make(chan struct{})
+	l.mu.Unlock()
+	done()
+}
+
+func (l *latest) OnAmbientError(err error, done func()) {
+	l.mu.Lock()
+	l.ambient = err
+	close(l.changed)
+	l.changed = make(chan struct{})
+	l.mu.Unlock()
+	done()
+}
+
+// get returns the resource in use (nil before the first, or after an
+// error that means stop using it), the last error and change count.
+func (l *latest) get() (registry.Resource, error, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return nil, l.err, l.changes
+	}
+	return l.res, nil, l.changes
+}
+
+// waitFor waits until ok holds of the resource in use.
+func (l *latest) waitFor(t *testing.T, what string, ok func(r registry.Resource, err error) bool) {
+	t.Helper()
+	deadline := time.After(wait)
+	for {
+		l.mu.Lock()
+		res, err, ch := l.res, l.err, l.changed
+		if err != nil {
+			res = nil
+		}
+		l.mu.Unlock()
+		if ok(res, err) {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("waiting for %s: last resource %v, error %v", what, res, err)
+		}
+	}
+}
+
+// watch watches typeURL/name on src, until the test ends.
+func watch(t *testing.T, src engine.Source, typeURL, name string) *latest {
+	l := newLatest()
+	t.Cleanup(src.Watch(typeURL, name, l))
+	return l
+}
+
+// hasString is a predicate on a resource's String form, which the
+// built-in types print with their key fields.
+func hasString(want string) func(registry.Resource, error) bool {
+	return func(r registry.Resource, err error) bool {
+		return r != nil && fmt.Sprint(r) == want
+	}
+}
+
+// waitUntil polls cond until it holds.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

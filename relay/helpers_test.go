@@ -40,7 +40,7 @@ func newUpstream(t *testing.T, name string) *xdstest.Server {
 // changes its configuration first.
 func newRelay(t *testing.T, up *xdstest.Server, opts relaytest.Options, mutate func(*relay.Config)) *relaytest.Server {
 	t.Helper()
-	cfg := relaytest.Config(up, nil)
+	cfg := relaytest.Config(up.Bootstrap(xdstest.BootstrapOptions{NodeID: "relay"}))
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -49,20 +49,24 @@ func newRelay(t *testing.T, up *xdstest.Server, opts relaytest.Options, mutate f
 
 // client is a downstream xdsengine engine of the relay, closed with the
 // test.
-func client(t *testing.T, r *relaytest.Server, opts relaytest.BootstrapOptions) *engine.Engine {
+func client(t *testing.T, r *relaytest.Server, opts relaytest.BootstrapOptions, mutate ...func(*engine.Config)) *engine.Engine {
 	t.Helper()
 	bs, err := bootstrap.Parse(r.Bootstrap(opts))
 	if err != nil {
 		t.Fatal(err)
 	}
 	sw := features.Switches{}
-	e, err := engine.New(engine.Config{
+	cfg := engine.Config{
 		Bootstrap: bs,
 		Registry:  builtin.Registry(),
 		Transport: transport.GRPC(relaytest.FastDial),
 		Backoff:   func(int) time.Duration { return 20 * time.Millisecond },
 		Switches:  &sw,
-	})
+	}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	e, err := engine.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +82,10 @@ type latest struct {
 	err     error
 	ambient error
 	changes int
-	changed chan struct{}
+	// errs are every OnResourceChanged error; deletions every ambient
+	// error of kind KindDeleted.
+	errs, deletions []error
+	changed         chan struct{}
 }
 
 func newLatest() *latest { return &latest{changed: make(chan struct{})} }
@@ -87,6 +94,8 @@ func (l *latest) OnResourceChanged(r registry.Resource, err error, done func()) 
 	l.mu.Lock()
 	if err == nil {
 		l.res = r
+	} else {
+		l.errs = append(l.errs, err)
 	}
 	l.err = err
 	l.changes++
@@ -99,6 +108,9 @@ func (l *latest) OnResourceChanged(r registry.Resource, err error, done func()) 
 func (l *latest) OnAmbientError(err error, done func()) {
 	l.mu.Lock()
 	l.ambient = err
+	if engine.KindOf(err) == engine.KindDeleted {
+		l.deletions = append(l.deletions, err)
+	}
 	close(l.changed)
 	l.changed = make(chan struct{})
 	l.mu.Unlock()
@@ -114,6 +126,17 @@ func (l *latest) get() (registry.Resource, error, int) {
 		return nil, l.err, l.changes
 	}
 	return l.res, nil, l.changes
+}
+
+// kept fails the test if the watcher was ever told to stop using the
+// resource, or that it was deleted.
+func (l *latest) kept(t *testing.T, what string) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.errs) > 0 || len(l.deletions) > 0 {
+		t.Errorf("%s: the client lost its resource: errors %v, deletions %v", what, l.errs, l.deletions)
+	}
 }
 
 // waitFor waits until ok holds of the resource in use.

@@ -114,7 +114,9 @@ func (s *rawStream[Req, Resp]) none(t *testing.T, d time.Duration) {
 
 func node(id, cluster string) *corepb.Node { return &corepb.Node{Id: id, Cluster: cluster} }
 
-func nackDetail() *rpcstatus.Status { return &rpcstatus.Status{Code: 3, Message: "rejected by the test"} }
+func nackDetail() *rpcstatus.Status {
+	return &rpcstatus.Status{Code: 3, Message: "rejected by the test"}
+}
 
 // quiet is how long a test waits to see that nothing is sent: long
 // enough for a response storm to show thousands of responses.

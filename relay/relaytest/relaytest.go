@@ -1,8 +1,9 @@
 // Package relaytest runs an xDS relay (package relay) on loopback, for
 // tests and benchmarks of clients behind a relay:
 //
-//	up := xdstest.NewServer(t, xdstest.Options{})           // the upstream
-//	r := relaytest.NewServer(t, relaytest.Config(up, nil), relaytest.Options{})
+//	up := xdstest.NewServer(t, xdstest.Options{}) // the upstream
+//	cfg := relaytest.Config(up.Bootstrap(xdstest.BootstrapOptions{NodeID: "relay"}))
+//	r := relaytest.NewServer(t, cfg, relaytest.Options{})
 //	bs := r.Bootstrap(relaytest.BootstrapOptions{NodeID: "client-1", Cluster: "blue"})
 //	// ... start N clients with bs: they share the relay's one upstream stream
 //
@@ -27,7 +28,6 @@ import (
 	"github.com/xdsengine/xdsengine/relay"
 	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/types/builtin"
-	"github.com/xdsengine/xdsengine/xdstest"
 )
 
 // Options configure a Server.
@@ -57,14 +57,14 @@ var FastDial = grpc.WithConnectParams(grpc.ConnectParams{
 	MinConnectTimeout: time.Second,
 })
 
-// Config is a relay configuration for the upstream server up: its
-// bootstrap with node ID "relay" (and the given server features), the
-// built-in types, short retries, and gRPC's environment switches pinned
-// to their defaults.
-func Config(up *xdstest.Server, serverFeatures []string) relay.Config {
-	bs, err := bootstrap.Parse(up.Bootstrap(xdstest.BootstrapOptions{NodeID: "relay", ServerFeatures: serverFeatures}))
+// Config is a relay configuration for the upstream servers of a gRPC
+// bootstrap (JSON, such as an xdstest.Server's Bootstrap), with the
+// built-in types, short retries, and gRPC's environment switches pinned to
+// their defaults. It panics on a bootstrap that does not parse.
+func Config(bootstrapJSON []byte) relay.Config {
+	bs, err := bootstrap.Parse(bootstrapJSON)
 	if err != nil {
-		panic(fmt.Sprintf("relaytest: xdstest's bootstrap does not parse: %v", err))
+		panic(fmt.Sprintf("relaytest: the bootstrap does not parse: %v", err))
 	}
 	sw := features.Switches{}
 	return relay.Config{Upstream: engine.Config{
@@ -134,6 +134,9 @@ type BootstrapOptions struct {
 	Metadata map[string]any
 	// Delta makes the client speak incremental xDS to the relay.
 	Delta bool
+	// ServerFeatures are the relay's server_features, such as
+	// "fail_on_data_errors".
+	ServerFeatures []string
 }
 
 // Bootstrap returns a gRPC bootstrap (JSON) of a client of the relay,
@@ -143,8 +146,12 @@ func (s *Server) Bootstrap(opts BootstrapOptions) []byte {
 		"server_uri":    s.addr,
 		"channel_creds": []map[string]any{{"type": "insecure"}},
 	}
+	sf := append([]string(nil), opts.ServerFeatures...)
 	if opts.Delta {
-		server["server_features"] = []string{features.NameDeltaXDS}
+		sf = append(sf, features.NameDeltaXDS)
+	}
+	if len(sf) > 0 {
+		server["server_features"] = sf
 	}
 	node := map[string]any{"id": opts.NodeID, "cluster": opts.Cluster}
 	if opts.Metadata != nil {

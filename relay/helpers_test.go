@@ -2,7 +2,6 @@ package relay_test
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -117,17 +116,6 @@ func (l *latest) OnAmbientError(err error, done func()) {
 	done()
 }
 
-// get returns the resource in use (nil before the first, or after an
-// error that means stop using it), the last error and change count.
-func (l *latest) get() (registry.Resource, error, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.err != nil {
-		return nil, l.err, l.changes
-	}
-	return l.res, nil, l.changes
-}
-
 // kept fails the test if the watcher was ever told to stop using the
 // resource, or that it was deleted.
 func (l *latest) kept(t *testing.T, what string) {
@@ -166,14 +154,6 @@ func watch(t *testing.T, src engine.Source, typeURL, name string) *latest {
 	l := newLatest()
 	t.Cleanup(src.Watch(typeURL, name, l))
 	return l
-}
-
-// hasString is a predicate on a resource's String form, which the
-// built-in types print with their key fields.
-func hasString(want string) func(registry.Resource, error) bool {
-	return func(r registry.Resource, err error) bool {
-		return r != nil && fmt.Sprint(r) == want
-	}
 }
 
 // waitUntil polls cond until it holds.

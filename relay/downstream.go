@@ -19,10 +19,13 @@ type downWatch struct {
 	delta *cache.DeltaRequest
 	dch   chan cache.DeltaResponse
 	sub   cache.Subscription
-	// names and wildcard are the subscription the references are held
-	// for.
-	names    []string
-	wildcard bool
+	// subscribed and wildcard are the subscription the references are
+	// held for. subscribed is the server's own map, not a copy (a copy
+	// would cost every stream a slice as long as its subscription): the
+	// server changes a subscription only after it cancelled the watch of
+	// it, and it makes a new map for each State of the World request.
+	subscribed map[string]struct{}
+	wildcard   bool
 
 	// wait and waitWildcard are what the watch is held for (guarded by
 	// tc.mu): names the client may hold that the relay has not resolved.
@@ -63,28 +66,23 @@ const (
 // A client whose upstream is unreachable is thus left with the
 // configuration it has, rather than told that it is gone.
 func (tc *typeCache) open(w *downWatch) {
-	subscribed := w.sub.SubscribedResources()
-	w.names = make([]string, 0, len(subscribed))
-	for name := range subscribed {
-		w.names = append(w.names, name)
-	}
-	w.wildcard = w.sub.IsWildcard()
+	w.subscribed, w.wildcard = w.sub.SubscribedResources(), w.sub.IsWildcard()
 
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	tc.watches++
-	tc.acquireLocked(w.names, w.wildcard)
+	tc.acquireLocked(w.subscribed, w.wildcard)
 	w.waitWildcard = w.wildcard
 	for name, version := range w.sub.ReturnedResources() {
 		if version == "" {
 			continue // unsubscribed from under a wildcard: nothing held
 		}
-		if _, ok := subscribed[name]; (ok || w.wildcard) && !tc.resolvedLocked(name) {
+		if _, ok := w.subscribed[name]; (ok || w.wildcard) && !tc.resolvedLocked(name) {
 			w.wait = append(w.wait, name)
 		}
 	}
 	if w.sotw != nil && tc.fullState && len(w.sub.ReturnedResources()) == 0 && tc.g.r.foreignVersion(w.sotw.GetVersionInfo()) {
-		for _, name := range w.names {
+		for name := range w.subscribed {
 			if !tc.resolvedLocked(name) {
 				w.wait = append(w.wait, name)
 			}
@@ -136,7 +134,7 @@ func (w *downWatch) end() {
 		tc.mu.Lock()
 		delete(tc.held, w)
 		tc.watches--
-		tc.releaseLocked(w.names, w.wildcard)
+		tc.releaseLocked(w.subscribed, w.wildcard)
 		tc.mu.Unlock()
 		tc.g.r.releaseGroup(tc.g)
 	})

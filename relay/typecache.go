@@ -84,11 +84,11 @@ func (tc *typeCache) coveredLocked(name string) bool {
 
 // acquireLocked adds a downstream watch's references to the upstream
 // subscriptions, subscribing upstream what is new.
-func (tc *typeCache) acquireLocked(names []string, wildcard bool) {
+func (tc *typeCache) acquireLocked(names map[string]struct{}, wildcard bool) {
 	if tc.unknown {
 		return
 	}
-	for _, name := range names {
+	for name := range names {
 		n := tc.names[name]
 		if n == nil {
 			n = &upstreamName{}
@@ -108,13 +108,19 @@ func (tc *typeCache) acquireLocked(names []string, wildcard bool) {
 // releaseLocked takes a downstream watch's references back. Upstream
 // subscriptions without references stay for the linger, so that the
 // server's cancel-then-watch of every request costs nothing upstream.
-func (tc *typeCache) releaseLocked(names []string, wildcard bool) {
+func (tc *typeCache) releaseLocked(names map[string]struct{}, wildcard bool) {
 	if tc.unknown {
 		return
 	}
 	now := tc.g.r.cfg.Clock.Now()
-	for _, name := range names {
+	for name := range names {
 		n := tc.names[name]
+		if n == nil || n.refs == 0 {
+			// The server changed the subscription before cancelling its
+			// watch, against go-control-plane's contract.
+			tc.g.r.log.Error("relay: a subscription changed under its watch; its upstream references may be off", "key", tc.g.key, "type", tc.typeURL, "name", name)
+			continue
+		}
 		n.refs--
 		if n.refs == 0 {
 			tc.idle[name] = now

@@ -1,10 +1,12 @@
 package relay_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
@@ -58,13 +60,19 @@ func TestUpstreamOutage(t *testing.T) {
 		t.Run(map[bool]string{false: "sotw", true: "delta"}[delta], func(t *testing.T) {
 			up := newUpstream(t, "upstream")
 			up.Set(meshResources("eds-1")...)
-			r := newRelay(t, up, relaytest.Options{}, nil)
+			reader := sdkmetric.NewManualReader()
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+			t.Cleanup(func() { mp.Shutdown(context.Background()) })
+			r := newRelay(t, up, relaytest.Options{}, func(c *relay.Config) { c.MeterProvider = mp })
 			before := watchMesh(t, client(t, r, relaytest.BootstrapOptions{NodeID: "a", Cluster: "blue", Delta: delta, ServerFeatures: strict}))
 			before.waitFor(t, "eds-1")
 			waitUntil(t, "the key connected", func() bool { return keyStatus(t, r.Relay()).Connected })
 
 			up.Stop()
 			waitUntil(t, "the relay to see the upstream fail", func() bool { return keyStatus(t, r.Relay()).Err != nil })
+			if n := sumOf(t, reader, relay.MetricUpstreamUnreachable); n != 1 {
+				t.Errorf("%s = %d during the outage, want 1", relay.MetricUpstreamUnreachable, n)
+			}
 			during := watchMesh(t, client(t, r, relaytest.BootstrapOptions{NodeID: "b", Cluster: "blue", Delta: delta, ServerFeatures: strict}))
 			during.waitFor(t, "eds-1")
 
@@ -78,6 +86,12 @@ func TestUpstreamOutage(t *testing.T) {
 			})
 			before.kept(t, "through the outage")
 			during.kept(t, "through the outage")
+			if n := sumOf(t, reader, relay.MetricUpstreamUnreachable); n != 0 {
+				t.Errorf("%s = %d after the outage, want 0", relay.MetricUpstreamUnreachable, n)
+			}
+			if n := sumOf(t, reader, relay.MetricResources); n != 2 {
+				t.Errorf("%s = %d, want 2 (the listener and the cluster)", relay.MetricResources, n)
+			}
 		})
 	}
 }

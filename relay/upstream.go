@@ -92,13 +92,25 @@ func deletedUpstream(err error) bool {
 // called once the event is applied, so the engine reads its server's
 // next response only after the relay caught up with the last one.
 func (g *group) post(tc *typeCache, name string, ev event, done func()) {
+	g.postEvent(tc, name, ev, false, done)
+}
+
+// postEvent queues ev about name ("" for none), and with wild, news that
+// the upstream answered tc's wildcard subscription: both in one batch,
+// so that the subscription is never resolved without what came with it.
+func (g *group) postEvent(tc *typeCache, name string, ev event, wild bool, done func()) {
 	g.batchMu.Lock()
-	byName := g.batch[tc]
-	if byName == nil {
-		byName = map[string]event{}
-		g.batch[tc] = byName
+	if name != "" {
+		byName := g.batch[tc]
+		if byName == nil {
+			byName = map[string]event{}
+			g.batch[tc] = byName
+		}
+		byName[name] = ev
 	}
-	byName[name] = ev
+	if wild {
+		g.wildResolved[tc] = true
+	}
 	g.dones = append(g.dones, done)
 	g.batchMu.Unlock()
 	g.kickFlusher()

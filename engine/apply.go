@@ -3,20 +3,24 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/xdsengine/xdsengine/engine/internal/glob"
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/internal/xdsname"
+	"github.com/xdsengine/xdsengine/registry"
 )
 
-// This file is the second stage of the response path: the parts of a
-// response the wire package decoded are applied to the cache, one part
-// per critical section. The watcher notifications it schedules hold the
-// response's gate; they run, as the third stage, outside the lock.
+// The response path's second stage: wire's decoded parts are applied, one
+// per critical section; notifications hold the gate, run outside the lock.
 
-// applyLocked applies one part of a response.
 func (c *channel) applyLocked(p wire.Part) {
 	if p.First {
 		c.receivedLocked()
@@ -32,13 +36,12 @@ func (c *channel) applyLocked(p wire.Part) {
 	if p.First {
 		c.beginApplyLocked()
 	}
-	keys := c.e.keyLookup(r.TypeURL)
+	keys := keyLookup{e: c.e, typeURL: r.TypeURL}
 	last := c.order[r.TypeURL]
 	for i := range p.Resources {
 		res := &p.Resources[i]
-		// A SotW server sends its resources in one order, response after
-		// response: the entry at this place last time is most likely
-		// this one's, found without a lookup.
+		// A SotW server keeps its resources' order from response to
+		// response: the entry at this place last time is likely this one's.
 		var en *entry
 		if n := len(c.nextOrder); n < len(last) && last[n] != nil && !last[n].removed && last[n].name == res.Key {
 			en = last[n]
@@ -53,9 +56,8 @@ func (c *channel) applyLocked(p wire.Part) {
 	}
 }
 
-// applyResourceLocked applies one resource: a valid one updates the
-// cache, an invalid one is a data error. One sent again unchanged, the
-// bytes the entry holds, only takes the new version.
+// applyResourceLocked applies one resource: a valid one updates the cache,
+// an invalid one is a data error, one re-sent unchanged takes the version.
 func (c *channel) applyResourceLocked(r *wire.Response, res *wire.Resource, en *entry) {
 	e := c.e
 	if en == nil {
@@ -79,16 +81,14 @@ func (c *channel) applyResourceLocked(r *wire.Response, res *wire.Resource, en *
 	e.onValidLocked(en, res.Value, res.Raw, version, r.Received, c, r.Gate)
 }
 
-// holdsLocked reports whether en holds exactly the bytes raw (the same
-// array, which the decode memo hands again for equal bytes) as an
-// accepted value from c, with no error or ambient error.
+// holdsLocked reports whether en holds raw's very array (the decode memo
+// hands it again for equal bytes) as an accepted value from c, with no
+// error or ambient error.
 func (c *channel) holdsLocked(en *entry, raw []byte) bool {
 	return en.value != nil && en.source == c && en.state == StateACKed && en.fail == nil &&
 		len(raw) > 0 && len(en.raw) == len(raw) && &en.raw[0] == &raw[0]
 }
 
-// beginApplyLocked starts the count and the mark of the entries a
-// response names.
 func (c *channel) beginApplyLocked() {
 	c.nextOrder = c.nextOrder[:0]
 	c.e.coverMarks++
@@ -96,8 +96,7 @@ func (c *channel) beginApplyLocked() {
 	c.applyingActive = c.e.activeGen
 }
 
-// coverLocked counts and marks en as named by the response being applied,
-// if it belongs to an authority this channel serves.
+// coverLocked counts and marks en as named, if this channel serves it.
 func (c *channel) coverLocked(en *entry) {
 	if a := en.auth; a.active() == c {
 		c.applyingCovered++
@@ -106,11 +105,9 @@ func (c *channel) coverLocked(en *entry) {
 	}
 }
 
-// namedAllLocked reports whether the response just applied named every
-// entry of its type in the authorities this channel serves, so that it
-// deletes nothing. It is sure only if no entry came or went and no
-// authority changed servers since it began: each counted name is one
-// entry, and names are not repeated in a response.
+// namedAllLocked reports whether the response named each entry of its type
+// in the authorities this channel serves, deleting nothing: sure only if no
+// entry came or went and no authority changed servers (names never repeat).
 func (c *channel) namedAllLocked(typeURL string) bool {
 	if c.applyingShape != c.e.shapeGen {
 		return false
@@ -125,10 +122,8 @@ func (c *channel) namedAllLocked(typeURL string) bool {
 }
 
 // finishLocked completes a response once its resources are applied: TP3
-// errors move their entries to RECEIVED_ERROR; for types whose SotW
-// responses carry every resource, what is missing from a response that
-// named everything has been deleted; an incremental response's removals
-// are deletions.
+// errors, then deletions (in SotW, of all-resources-required types, what
+// the response did not name; in incremental xDS, its removals).
 func (c *channel) finishLocked(r *wire.Response) {
 	for _, re := range r.Errors {
 		c.applyResourceErrorLocked(r, re)
@@ -151,14 +146,12 @@ func (c *channel) finishLocked(r *wire.Response) {
 	}
 	c.e.metrics.Add(metrics.Valid, r.Valid, c.server.URI, r.TypeURL)
 	c.e.metrics.Add(metrics.Invalid, r.Invalid, c.server.URI, r.TypeURL)
-	// The response's notices are all made: let the gate, and the notices
-	// already run, go.
+	// Its notices are all made: let go of the gate, and of those run.
 	c.e.noticeGate, c.e.notices = nil, nil
 }
 
-// applyResourceErrorLocked applies an xRFC TP3 entry. NOT_FOUND and
-// PERMISSION_DENIED are data errors, subject to the server's error
-// policy; other codes are transient and never drop the cache (A88).
+// applyResourceErrorLocked applies an xRFC TP3 entry (A88: NOT_FOUND and
+// PERMISSION_DENIED are data errors, other codes transient).
 func (c *channel) applyResourceErrorLocked(r *wire.Response, re wire.ResourceError) {
 	e := c.e
 	_, en := e.lookupEntryLocked(r.TypeURL, re.Key)
@@ -171,20 +164,14 @@ func (c *channel) applyResourceErrorLocked(r *wire.Response, re wire.ResourceErr
 	e.onDataErrorLocked(en, err, features.ReasonServerReported, r.Version, c, r.Gate)
 }
 
-// applyDeletionsLocked handles SotW deletion for all-resources-required
-// types (LDS, CDS): a cached resource missing from a response of the
-// authority's active server has been deleted. The entries the response
-// marked as named (coverLocked) were moved to the front of their
-// authority's marked order, so while no authority changed servers the
-// others are behind them, and only those are looked at: a walk of every
-// entry of a large cache would be the longest hold of the lock once a
-// response named fewer entries than were watched.
+// applyDeletionsLocked deletes, for all-resources-required types (LDS,
+// CDS), the cached resources a SotW response of the active server left
+// out. coverLocked moved those it named to the front of their marked
+// order, so while no authority changed servers only those behind are
+// looked at: walking a large cache would be the lock's longest hold.
 func (c *channel) applyDeletionsLocked(r *wire.Response) {
 	ordered := c.applyingActive == c.e.activeGen
-	for _, a := range c.authsSortedLocked() {
-		if a.active() != c {
-			continue
-		}
+	for _, a := range c.authsLocked(true) {
 		if !ordered {
 			for _, en := range a.resources[r.TypeURL] {
 				c.maybeDeletedLocked(r, en)
@@ -203,38 +190,37 @@ func (c *channel) applyDeletionsLocked(r *wire.Response) {
 	}
 }
 
-// maybeDeletedLocked reports en deleted unless r marked it, it holds no
-// value, or r named it after all: its authority moved to this server
-// while r was applied (A71), or the entry is newer than its part.
+// maybeDeletedLocked deletes en unless r marked it, it holds no value,
+// or r named it after all: its authority moved to this server while r
+// was applied (A71), or the entry is newer than its part.
 func (c *channel) maybeDeletedLocked(r *wire.Response, en *entry) {
 	if en.coveredBy == c.applyingMark || en.value == nil || en.state == StateDoesNotExist || r.Named(en.name) {
 		return
 	}
-	e := c.e
-	err := e.newError(KindDeleted, codes.NotFound, en, c, errors.New("resource deleted by the xDS server"))
-	e.onDataErrorLocked(en, err, features.ReasonDeletion, r.Version, c, r.Gate)
+	c.deletedLocked(r, en)
 }
 
 // applyRemovalLocked handles a name an incremental response removed: a
-// deletion, for any type, by A88's rules (kept and reported as ambient
-// unless the server's features drop it); for a resource never received,
+// deletion by A88's rules, for any type; for a resource never received,
 // the server's word that it does not exist.
 func (c *channel) applyRemovalLocked(r *wire.Response, key string) {
-	e := c.e
-	a, en := e.lookupEntryLocked(r.TypeURL, key)
+	a, en := c.e.lookupEntryLocked(r.TypeURL, key)
 	if en == nil {
 		c.applyMemberLocked(r.TypeURL, key, nil, "", nil)
 		return
 	}
-	if a.active() != c || en.state == StateDoesNotExist {
-		return
+	if a.active() == c && en.state != StateDoesNotExist {
+		c.deletedLocked(r, en)
 	}
-	err := e.newError(KindDeleted, codes.NotFound, en, c, errors.New("resource deleted by the xDS server"))
-	e.onDataErrorLocked(en, err, features.ReasonDeletion, r.Version, c, r.Gate)
 }
 
-// unreadableLocked tells the watchers of a NACKed, unreadable response's
-// type why their server's updates are not arriving. Nothing is dropped.
+func (c *channel) deletedLocked(r *wire.Response, en *entry) {
+	err := c.e.newError(KindDeleted, codes.NotFound, en, c, errors.New("resource deleted by the xDS server"))
+	c.e.onDataErrorLocked(en, err, features.ReasonDeletion, r.Version, c, r.Gate)
+}
+
+// unreadableLocked tells the watchers of an unreadable (NACKed)
+// response's type why updates are not arriving. Nothing is dropped.
 func (c *channel) unreadableLocked(r *wire.Response) {
 	e := c.e
 	e.metrics.Add(metrics.Unreadable, 1, c.server.URI, r.TypeURL)
@@ -242,10 +228,7 @@ func (c *channel) unreadableLocked(r *wire.Response) {
 		return
 	}
 	e.metrics.Add(metrics.Invalid, 1, c.server.URI, r.TypeURL)
-	for _, a := range c.authsSortedLocked() {
-		if a.active() != c {
-			continue
-		}
+	for _, a := range c.authsLocked(true) {
 		for _, en := range a.resources[r.TypeURL] {
 			if en.orphaned {
 				continue
@@ -253,5 +236,55 @@ func (c *channel) unreadableLocked(r *wire.Response) {
 			err := e.newError(KindNACK, codes.InvalidArgument, en, c, r.Unreadable)
 			e.onUnattributedNACKLocked(en, err, r.Gate)
 		}
+	}
+}
+
+// applyMemberLocked records, if key is a member of a watched glob
+// collection (xRFC TP1: one entry, ".../*"), its new value, removal (value
+// nil) or error; deliverGlobsLocked delivers the collections at the end.
+func (c *channel) applyMemberLocked(typeURL, key string, value registry.Resource, version string, resErr error) {
+	gk, ok := xdsname.GlobOf(key)
+	if !ok {
+		return
+	}
+	_, ge := c.e.lookupEntryLocked(typeURL, gk)
+	if ge == nil {
+		return
+	}
+	if ge.glob == nil {
+		ge.glob = &glob.Members{}
+	}
+	if ge.source != nil && ge.source != c {
+		ge.glob.Reset()
+		ge.source = c
+	}
+	if !ge.glob.Update(key, value, version, resErr) {
+		return
+	}
+	if c.globsTouched == nil {
+		c.globsTouched = make(map[*entry]bool)
+	}
+	c.globsTouched[ge] = true
+}
+
+func (c *channel) deliverGlobsLocked(version string, received time.Time, gate *wire.Gate) {
+	e := c.e
+	touched := slices.SortedFunc(maps.Keys(c.globsTouched), func(a, b *entry) int { return strings.Compare(a.name, b.name) })
+	c.globsTouched = nil
+	for _, ge := range touched {
+		if ge.watchers == nil && ge.orphaned {
+			continue
+		}
+		if err := ge.glob.TakeErr(); err != nil {
+			nack := e.newError(KindNACK, codes.InvalidArgument, ge, c, err)
+			ge.setAmbient(nack)
+			e.notifyAmbientLocked(ge, nack, gate)
+			continue
+		}
+		coll := ge.glob.Collection(ge.name)
+		ge.version, ge.updated, ge.state, ge.source = version, received, StateACKed, c
+		ge.fail = nil
+		ge.value = coll
+		e.notifyChangedLocked(ge, coll, nil, gate)
 	}
 }

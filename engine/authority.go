@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -12,29 +14,27 @@ import (
 	"github.com/xdsengine/xdsengine/internal/xdsname"
 )
 
-// authority is one A47 authority: its ordered server list and the
-// resources watched under it. Old-style names have an authority of their
-// own, apart from the bootstrap's, which may include one named "".
+// authority is one A47 authority: its servers and the resources watched
+// under it. Old-style names have their own, apart from the bootstrap's
+// (which may include one named "").
 type authority struct {
 	name             string
 	oldStyle         bool
 	servers          []bootstrap.ServerConfig
 	reachabilityOnly bool
-	// channels are the servers in use, in priority order; the last one is
-	// active. A71: a fallback is appended while the ones before it stay
-	// subscribed, and the first response of a higher one truncates the
-	// list after it.
+	// channels are the servers in use, by priority; the last is active.
+	// A71: a fallback is appended while those before stay subscribed; the
+	// first response of a higher one truncates the list after it.
 	channels  []*channel
 	resources map[string]map[string]*entry // type URL → name → entry
-	// marked orders the entries of each type by when a response last
-	// marked them (entry.coveredBy), the latest first: a response that
-	// marks its entries as it goes leaves those it did not name at the
-	// back, where its deletions are found without a walk of the others.
+	// marked orders each type's entries by when a response last marked
+	// them (entry.coveredBy), latest first: those a response did not name
+	// are at the back, its deletions found without a walk of the others.
 	marked map[string]*markOrder
 }
 
-// markOrder is a list of an authority's entries of one type, linked
-// through entry.prevMarked and entry.nextMarked.
+// markOrder lists an authority's entries of one type, linked through
+// entry.prevMarked and entry.nextMarked.
 type markOrder struct{ front, back *entry }
 
 func (o *markOrder) pushBack(en *entry) {
@@ -89,23 +89,17 @@ func (e *Engine) newAuthority(name string, servers []bootstrap.ServerConfig, rea
 	if e.switches.DisableFallback && len(servers) > 1 {
 		servers = servers[:1]
 	}
-	return &authority{
-		name:             name,
-		servers:          servers,
-		reachabilityOnly: reachabilityOnly && !e.switches.DisableEndpointFallback,
-		resources:        make(map[string]map[string]*entry),
-		marked:           make(map[string]*markOrder),
-	}
+	return &authority{name: name, servers: servers, reachabilityOnly: reachabilityOnly && !e.switches.DisableEndpointFallback,
+		resources: make(map[string]map[string]*entry), marked: make(map[string]*markOrder)}
 }
 
-// resolveName finds the authority of a resource name and its cache
-// key: the name itself, or for xdstp:// names its canonical form (A47).
-// It needs no lock: the authorities are fixed when the engine is built.
+// resolveName finds a resource name's authority and cache key: the name,
+// or an xdstp:// name's canonical form (A47). It needs no lock: the
+// authorities are fixed when the engine is built.
 func (e *Engine) resolveName(typeURL, name string) (*authority, string, *Error) {
-	// Names in canonical form with nothing encoded, as cache keys and most
-	// names are, are their own key: no parse, no string built. Anything
-	// else, and every error, takes the way below.
-	if a := plainAuthority(e, typeURL, name); a != nil {
+	// A canonical name with nothing encoded, as keys and most names are,
+	// is its own key: no parse, no string built.
+	if a := e.plainAuthority(typeURL, name); a != nil {
 		return a, name, nil
 	}
 	if !utf8.ValidString(name) {
@@ -132,19 +126,17 @@ func (e *Engine) resolveName(typeURL, name string) (*authority, string, *Error) 
 	return a, n.String(), nil
 }
 
-// plainAuthority returns the authority of name if name is a plain
-// canonical xdstp name (xdsname.SplitPlain) of typeURL's type from an
-// authority of the bootstrap, and nil otherwise. Such a name is its own
-// cache key.
-func plainAuthority[T string | []byte](e *Engine, typeURL string, name T) *authority {
+// plainAuthority returns name's authority if name is a plain canonical
+// xdstp name (xdsname.SplitPlain, its own cache key) of typeURL's type
+// from a bootstrap authority, else nil.
+func (e *Engine) plainAuthority(typeURL, name string) *authority {
 	auth, typ, ok := xdsname.SplitPlain(name)
-	if !ok || string(typ) != xdsname.TypeFromURL(typeURL) {
+	if !ok || typ != xdsname.TypeFromURL(typeURL) {
 		return nil
 	}
-	return e.authorities[string(auth)]
+	return e.authorities[auth]
 }
 
-// lookupEntryLocked finds the entry for a name received from a server.
 func (e *Engine) lookupEntryLocked(typeURL, name string) (*authority, *entry) {
 	a, key, err := e.resolveName(typeURL, name)
 	if err != nil {
@@ -154,35 +146,24 @@ func (e *Engine) lookupEntryLocked(typeURL, name string) (*authority, *entry) {
 }
 
 func (e *Engine) allAuthoritiesLocked() []*authority {
-	out := make([]*authority, 0, len(e.authorities)+1)
-	out = append(out, e.oldStyle)
-	for _, a := range e.authorities {
-		out = append(out, a)
-	}
-	return out
+	return slices.AppendSeq([]*authority{e.oldStyle}, maps.Values(e.authorities))
 }
 
-// keyLookup finds the entries of cache keys a stream hands over, for one
-// type, within one critical section. A key is canonical already, so only
+// keyLookup finds the entries of one type's cache keys, which a stream
+// hands over, within one critical section. A key is canonical, so only
 // its authority is read, and keys of one authority in a row reuse its
-// map: a response of 1,000 resources costs 1,000 lookups of their keys,
-// not three times as many.
+// map: 1,000 resources cost 1,000 lookups, not three times as many.
 type keyLookup struct {
 	e       *Engine
 	typeURL string
-	// The last key's authority: xdstp says it was an xdstp name's, auth
-	// its name; a is nil when none was looked up, or it was unknown.
+	// The last key's authority: xdstp says whether an xdstp name's, auth
+	// its name; a is nil if none was looked up, or it was unknown.
 	xdstp  bool
 	auth   string
 	a      *authority
 	byName map[string]*entry
 }
 
-func (e *Engine) keyLookup(typeURL string) keyLookup {
-	return keyLookup{e: e, typeURL: typeURL}
-}
-
-// entry returns key's entry and its authority, or nils.
 func (k *keyLookup) entry(key string) (*authority, *entry) {
 	if rest, ok := strings.CutPrefix(key, "xdstp://"); ok {
 		i := strings.IndexByte(rest, '/')
@@ -206,4 +187,80 @@ func (k *keyLookup) set(a *authority, xdstp bool, auth string) {
 	if a != nil {
 		k.byName = a.resources[k.typeURL]
 	}
+}
+
+// FallbackState is what a FallbackPolicy decides on: an authority whose
+// active xDS server just became unreachable, or got a new watch while so.
+type FallbackState struct {
+	// Authority is the A47 authority, "" for old-style names.
+	Authority string
+	// Server is the unreachable server; Next is the one fallback would
+	// connect to.
+	Server, Next string
+	// Uncached counts watched resources still waiting for their first
+	// version (state REQUESTED); Cached counts those with a cached one.
+	Uncached, Cached int
+	// ReachabilityOnly is the authority's fallback_on_reachability_only
+	// (A95; false when GRPC_EXPERIMENTAL_XDS_ENDPOINT_FALLBACK=false).
+	ReachabilityOnly bool
+}
+
+// FallbackPolicy decides whether an authority moves on to its next
+// server. It is called with the engine's lock held: it must be quick and
+// not call the engine.
+type FallbackPolicy interface {
+	ShouldFallback(s FallbackState) bool
+}
+
+// FallbackPolicyFunc adapts a function to a FallbackPolicy.
+type FallbackPolicyFunc func(s FallbackState) bool
+
+// ShouldFallback calls f.
+func (f FallbackPolicyFunc) ShouldFallback(s FallbackState) bool { return f(s) }
+
+// DefaultFallbackPolicy is gRPC's: fall back when a watched resource is
+// still uncached (A71), or on unreachability alone when the authority sets
+// fallback_on_reachability_only (A95).
+func DefaultFallbackPolicy() FallbackPolicy {
+	return FallbackPolicyFunc(func(s FallbackState) bool { return s.Uncached > 0 || s.ReachabilityOnly })
+}
+
+// maybeFallbackLocked connects, past the authority's failing active
+// server, each next server (subscribing it to all the authority watches)
+// until one is not known to be failing, and reports whether one was.
+func (e *Engine) maybeFallbackLocked(a *authority) bool {
+	if e.switches.DisableFallback || len(a.channels) >= len(a.servers) {
+		return false
+	}
+	st := FallbackState{Authority: a.name, Server: a.active().server.URI, Next: a.servers[len(a.channels)].URI,
+		ReachabilityOnly: a.reachabilityOnly}
+	for _, byName := range a.resources {
+		for _, en := range byName {
+			switch {
+			case en.orphaned:
+			case en.value != nil:
+				st.Cached++
+			case en.state == StateRequested:
+				st.Uncached++
+			}
+		}
+	}
+	if !e.fallback.ShouldFallback(st) {
+		return false
+	}
+	for len(a.channels) < len(a.servers) {
+		from := a.active()
+		c := e.addChannelLocked(a)
+		e.log.Warn("xDS fallback", "authority", a.displayName(), "from", from.server.URI, "to", c.server.URI)
+		for typeURL := range a.resources {
+			c.typeChangedLocked(typeURL)
+		}
+		if c.buildErr != nil && c.status == nil {
+			c.status = e.newError(KindConnectivity, codes.Unavailable, nil, c, c.buildErr)
+		}
+		if c.status == nil {
+			return true
+		}
+	}
+	return false
 }

@@ -8,6 +8,7 @@ import (
 	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	"google.golang.org/grpc/codes"
 
+	"github.com/xdsengine/xdsengine/engine/internal/glob"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
@@ -19,13 +20,13 @@ type CacheState int
 const (
 	// StateRequested: subscribed, nothing received yet.
 	StateRequested CacheState = iota
-	// StateDoesNotExist: the does-not-exist timer fired, or an LDS/CDS
-	// response deleted the resource (which may still be cached).
+	// StateDoesNotExist: the does-not-exist timer fired, or the server
+	// deleted the resource (which may still be cached).
 	StateDoesNotExist
 	// StateACKed: the resource is valid and cached.
 	StateACKed
-	// StateNACKed: the last version received was invalid; an older one may
-	// still be cached.
+	// StateNACKed: the last version received was invalid; an older one
+	// may still be cached.
 	StateNACKed
 	// StateReceivedError: the server sent an xRFC TP3 error; the resource
 	// may still be cached.
@@ -35,8 +36,7 @@ const (
 	StateTimeout
 )
 
-// states are each state's CSDS status and A78 metric label; a state in
-// which a resource can be cached says so in a label of its own (A88).
+// states: each state's CSDS status and A78 labels, uncached and cached (A88).
 var states = [...]struct {
 	csds               adminpb.ClientResourceStatus
 	label, cachedLabel string
@@ -82,17 +82,12 @@ func (s CacheState) MetricLabel(cached bool) string {
 // entry is the cache entry of one (type, name): the resource in use and
 // the last error, held independently (A88), and the watchers.
 type entry struct {
-	typ  *registry.ResourceType // shared by every entry of the type
-	name string                 // cache key: the name, canonical for xdstp
-	auth *authority
-	// watchers are in the order they came: usually one or two, so a
-	// slice costs less than a map and notifies in a stable order.
-	watchers []*watch
-	// orphaned: no watcher, waiting for a request without it to be sent.
-	orphaned bool
-	// removed: taken out of the cache, for good (a channel's order may
-	// still point at it).
-	removed bool
+	typ      *registry.ResourceType // shared by every entry of the type
+	name     string                 // cache key: the name, canonical for xdstp
+	auth     *authority
+	watchers []*watch // in the order they came: usually one or two, so a slice beats a map
+	orphaned bool     // no watcher, waiting for a request without it
+	removed  bool     // out of the cache for good (a channel's order may hold it)
 
 	value   registry.Resource // nil when nothing usable is cached
 	raw     []byte            // serialized form of value
@@ -101,27 +96,23 @@ type entry struct {
 	updated time.Time
 
 	state CacheState
-	// fail is the entry's last error and ambient error, nil while it has
-	// neither, as most entries do: kept apart, so that they do not carry
-	// its fields.
+	// fail (the last error and ambient error) and glob (a glob
+	// collection's members) are nil in most entries: kept apart, so that
+	// those do not carry their fields.
 	fail *entryFailure
-	// glob is a glob collection's members (glob.go), nil for any other
-	// entry: kept apart, so that the others do not carry its fields.
-	glob *globMembers
+	glob *glob.Members
 	// coveredBy is the mark of the last response that named the entry
-	// (channel.applyingMark): the response's deletions are the entries it
-	// did not mark.
+	// (channel.applyingMark): a response deletes the entries it did not mark.
 	coveredBy uint64
-	// order is the authority's marked order of the entry's type, which
-	// prevMarked and nextMarked link, those marked last first
-	// (authority.marked).
+	// order is the entry type's marked order in its authority, linked by
+	// prevMarked and nextMarked (authority.marked).
 	order                  *markOrder
 	prevMarked, nextMarked *entry
 }
 
-// entryFailure is why an entry is not ACKED (err, with the version and
-// time of the failed update), and the last error its watchers were given
-// as ambient: a new watcher sees it after the cached resource.
+// entryFailure is why an entry is not ACKED (err, with the failed
+// update's version and time), and the last ambient error its watchers
+// were given, which a new watcher sees after the cached resource.
 type entryFailure struct {
 	err           *Error
 	failedVersion string
@@ -129,7 +120,7 @@ type entryFailure struct {
 	ambient       error
 }
 
-// lastError is why the entry is not ACKED, or nil.
+// lastError is why the entry is not ACKED.
 func (en *entry) lastError() *Error {
 	if en.fail == nil {
 		return nil
@@ -137,8 +128,7 @@ func (en *entry) lastError() *Error {
 	return en.fail.err
 }
 
-// ambientError is the last error its watchers were given as ambient, or
-// nil.
+// ambientError is the last ambient error its watchers were given, or nil.
 func (en *entry) ambientError() error {
 	if en.fail == nil {
 		return nil
@@ -153,8 +143,7 @@ func (en *entry) setError(err *Error, version string, at time.Time) {
 	en.fail.err, en.fail.failedVersion, en.fail.failedAt = err, version, at
 }
 
-// setAmbient records the ambient error given to the watchers; nil clears
-// it, and the entry's failure with it once nothing is left.
+// setAmbient records the ambient error the watchers were given (nil: none).
 func (en *entry) setAmbient(err error) {
 	switch {
 	case err != nil:
@@ -168,21 +157,6 @@ func (en *entry) setAmbient(err error) {
 			en.fail = nil
 		}
 	}
-}
-
-// globMembers are a glob collection's resources by name, and memberErr
-// why the last response left one unchanged.
-type globMembers struct {
-	members   map[string]registry.Resource
-	memberErr error
-	// memberVersions are the members' own versions (delta), for
-	// initial_resource_versions: with them, a server tells a new stream
-	// which members went away meanwhile.
-	memberVersions map[string]string
-}
-
-func (e *Engine) dropValueLocked(en *entry) {
-	en.value, en.raw, en.source = nil, nil, nil
 }
 
 // onValidLocked stores a valid resource and tells the watchers: the new
@@ -213,11 +187,10 @@ func resourcesEqual(a, b registry.Resource) bool {
 	return false
 }
 
-// onDataErrorLocked applies a NACK, an LDS/CDS deletion or a TP3 error
-// (A88's table): the state and error are recorded; on a data error a
-// cached resource is kept or dropped as the server's features decide (a
-// transient TP3 error always keeps it); watchers get an ambient error
-// while a resource is cached and a changed error otherwise.
+// onDataErrorLocked applies a NACK, a deletion or a TP3 error (A88's
+// table): the state and error are recorded; on a data error the server's
+// features keep or drop a cached resource (a transient TP3 error keeps
+// it); watchers are told (notifyErrorLocked).
 func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason, version string, c *channel, gate *wire.Gate) {
 	switch reason {
 	case features.ReasonNACK:
@@ -240,10 +213,9 @@ func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason
 			}, action)
 		}
 		if action == features.Drop {
-			e.dropValueLocked(en)
+			en.value, en.raw, en.source = nil, nil, nil
 		} else if legacyDeletion {
-			// ignore_resource_deletion before A88: no state change and
-			// no notification, only a log line.
+			// ignore_resource_deletion before A88: only a log line.
 			en.state = StateACKed
 			e.log.Warn("xDS resource deletion ignored (ignore_resource_deletion)",
 				"type", en.typ.ShortName(), "name", en.name, "server", c.server.URI)
@@ -254,11 +226,9 @@ func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason
 	e.notifyErrorLocked(en, err, gate)
 }
 
-// onUnattributedNACKLocked records a NACK that may or may not concern the
-// entry: a response of its type that could not be read. The entry shows
-// the error (NACKED in CSDS) and its watchers are told, but a cached
-// resource is kept whatever the server's features say, because the
-// response may not have held it at all.
+// onUnattributedNACKLocked records a NACK of an unreadable response of the
+// entry's type: NACKED, watchers told, but a cached resource is kept
+// whatever the server's features say: the response may not have held it.
 func (e *Engine) onUnattributedNACKLocked(en *entry, err *Error, gate *wire.Gate) {
 	en.state = StateNACKed
 	en.setError(err, "", e.clock.Now())
@@ -278,8 +248,8 @@ func (e *Engine) notifyErrorLocked(en *entry, err *Error, gate *wire.Gate) {
 }
 
 // onTimerLocked handles the does-not-exist timer's expiry for an uncached
-// resource: always OnResourceChanged (A88), NOT_FOUND or, with
-// resource_timer_is_transient_error, UNAVAILABLE.
+// resource: a change (A88), NOT_FOUND, or UNAVAILABLE on a server with
+// resource_timer_is_transient_error.
 func (e *Engine) onTimerLocked(en *entry, c *channel) {
 	if en.value != nil {
 		return

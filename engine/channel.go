@@ -1,25 +1,26 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
+	"github.com/xdsengine/xdsengine/engine/internal/namelist"
+	"github.com/xdsengine/xdsengine/engine/internal/transports"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/transport"
 )
 
-// channel is the engine's connection to one xDS server, shared by every
-// authority that lists the server. Its accepted version per type and its
-// decode memo outlive streams; a fallback server, being another channel,
-// starts from none.
+// channel is the engine's connection to one xDS server, shared by the
+// authorities that list it. Its accepted versions and decode memo outlive
+// streams; a fallback server, another channel, starts from none.
 type channel struct {
 	e          *Engine
 	server     bootstrap.ServerConfig
@@ -30,42 +31,28 @@ type channel struct {
 	buildErr   error
 	memo       *wire.Memo
 
-	auths map[*authority]struct{}
-	// subscribed keeps, per type, the sorted names handed to streams, so
-	// that an ACK costs no walk of the cache and no sort, and a watch
-	// added or cancelled costs a merge rather than a rebuild.
-	subscribed map[string]*subscribedNames
-	versions   map[string]string // type URL → last accepted version_info
-	// status is non-nil from a connectivity failure until the next
-	// response: the error watchers were told (A57).
-	status *Error
-	// connected: a stream has received a response since the last
-	// connectivity failure (A78's grpc.xds_client.connected).
-	connected bool
-
-	// delta: the server speaks incremental ADS (features.NameDeltaXDS).
-	delta bool
+	auths      map[*authority]struct{}
+	subscribed map[string]*namelist.List // by type: the names handed to streams
+	versions   map[string]string         // type URL → last accepted version_info
+	status     *Error                    // the connectivity failure watchers were told of, until a response (A57)
+	connected  bool                      // a response came since the last connectivity failure (A78)
+	delta      bool                      // the server speaks incremental ADS
 	// reconnected: an incremental server answered after a connectivity
-	// failure; the connectivity errors of what it did not re-send are
-	// cleared after the response is applied.
+	// failure; what it did not re-send has its error cleared once applied.
 	reconnected bool
-	// The response being applied: the engine's shapeGen and activeGen
-	// when it began, how many of the entries of the authorities this
-	// channel serves it has named so far, and the mark it gives them
-	// (entry.coveredBy). If it named them all and nothing changed
-	// meanwhile, it deletes nothing; otherwise the entries it did not mark
-	// are its deletions.
+	// The response being applied: shapeGen and activeGen when it began, how
+	// many entries of this channel's authorities it named, and the mark it
+	// gives them (entry.coveredBy). If it named all and nothing changed
+	// meanwhile it deletes nothing; else what it did not mark is deleted.
 	applyingShape, applyingActive uint64
 	applyingCovered               int
 	applyingMark                  uint64
-	// order is, per type, the entries of the last response's resources
-	// in the order they came, and nextOrder the response's being applied:
-	// where the next response's resources most likely are.
-	order     map[string][]*entry
-	nextOrder []*entry
-	// globsTouched are the glob collections the response being applied
-	// changed (glob.go).
-	globsTouched map[*entry]bool
+	// order is, per type, the last response's entries in the order they
+	// came, where the next response's most likely are; nextOrder is the
+	// response's being applied.
+	order        map[string][]*entry
+	nextOrder    []*entry
+	globsTouched map[*entry]bool // the collections the response changed
 	stream       wire.Stream
 	host         *streamHost // the stream's; calls of another are stale
 	retries      int         // consecutive streams that failed without a response
@@ -73,64 +60,45 @@ type channel struct {
 	closed       bool
 }
 
-// channelLocked returns the channel for a server, creating it (and its
-// transport) on first use.
 func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
-	key := serverKey(s)
+	key := transports.Key(s)
 	if c, ok := e.channels[key]; ok {
 		return c
 	}
 	fs := features.Resolve(s.ServerFeatures, e.known...)
-	c := &channel{
-		e:          e,
-		server:     s,
-		key:        key,
-		features:   fs,
-		delta:      s.Delta || fs.Has(features.NameDeltaXDS),
-		memo:       wire.NewMemo(),
-		auths:      make(map[*authority]struct{}),
-		subscribed: make(map[string]*subscribedNames),
-		versions:   make(map[string]string),
-		order:      make(map[string][]*entry),
-	}
+	c := &channel{e: e, server: s, key: key, features: fs, delta: s.Delta || fs.Has(features.NameDeltaXDS),
+		memo: wire.NewMemo(), auths: make(map[*authority]struct{}), subscribed: make(map[string]*namelist.List),
+		versions: make(map[string]string), order: make(map[string][]*entry)}
 	c.serverInfo = registry.ServerInfo{URI: s.URI, Features: fs, Delta: c.delta}
-	var ignored []string
-	for _, n := range s.ServerFeatures {
-		if !fs.Has(n) {
-			ignored = append(ignored, n)
-		}
-	}
-	// Unknown names must be ignored (gRFC A27), which makes a typo silent:
-	// say at DEBUG what each server's features came to.
+	// Unknown names are ignored (gRFC A27), so a typo is silent: say at
+	// DEBUG what each server's features came to.
+	ignored := slices.DeleteFunc(slices.Clone(s.ServerFeatures), fs.Has)
 	e.log.Debug("xDS server features", "server", s.URI, "active", fs.Names(), "ignored", ignored)
-	st := e.acquireTransportLocked(key, s)
-	c.transport, c.buildErr = st.t, st.err
+	c.transport, c.buildErr = e.transports.Acquire(key, s)
 	e.channels[key] = c
 	return c
 }
 
-// typeChangedLocked is called when the set of names of a type subscribed
-// on this channel may have changed in any way (an authority came or
-// went): the list is built afresh.
+// typeChangedLocked has a type's names listed afresh for the stream: they
+// may have changed in any way (an authority came or went).
 func (c *channel) typeChangedLocked(typeURL string) {
 	if sn := c.subscribed[typeURL]; sn != nil {
-		sn.stale = true
+		sn.MarkStale()
 	}
 	c.wakeStreamLocked(typeURL)
 }
 
-// nameChangedLocked is called when one name (a cache key) of a type may
-// have joined or left the channel's subscriptions: a watch created or
-// revived its entry, or its last watch was cancelled.
+// nameChangedLocked tells the stream that a key may have joined or left
+// the type's names: a watch made or revived its entry, or its last went.
 func (c *channel) nameChangedLocked(typeURL, key string) {
 	if sn := c.subscribed[typeURL]; sn != nil {
-		sn.touch(key)
+		sn.Touch(key)
 	}
 	c.wakeStreamLocked(typeURL)
 }
 
-// wakeStreamLocked has the channel's stream write typeURL's subscriptions,
-// starting a stream if none is running or waiting out a backoff.
+// wakeStreamLocked has the stream write the type's subscriptions,
+// starting one if none is running or in backoff.
 func (c *channel) wakeStreamLocked(typeURL string) {
 	if c.closed {
 		return
@@ -143,12 +111,11 @@ func (c *channel) wakeStreamLocked(typeURL string) {
 	}
 }
 
-// endedLocked handles the end of the channel's stream (A57): a stream
-// that saw a response ended normally and is replaced at once with backoff
-// reset; one that saw none is a connectivity failure, reported to
-// watchers (or answered by fallback) and retried after backoff. A
-// response too large to read is a failure of the server whatever came
-// before it: the same response would arrive again on an immediate retry.
+// endedLocked handles the end of the stream (A57): one that saw a response
+// is replaced at once, backoff reset; one that saw none is a connectivity
+// failure, reported (or answered by fallback) and retried after backoff.
+// A response too large to read fails it whatever came before: a retry at
+// once would get it again.
 func (c *channel) endedLocked(err error, sawResponse bool) {
 	c.stream, c.host = nil, nil
 	if c.closed || c.e.closed.Load() {
@@ -177,8 +144,8 @@ func (c *channel) endedLocked(err error, sawResponse bool) {
 	c.retries++
 	c.e.log.Debug("xDS stream retry scheduled", "server", c.server.URI, "in", delay)
 	c.stopRetry = c.e.clock.AfterFunc(delay, func() {
-		c.e.lock()
-		defer c.e.unlock()
+		c.e.mu.Lock()
+		defer c.e.mu.Unlock()
 		c.stopRetry = nil
 		if c.stream == nil && len(c.subscribedTypesLocked()) > 0 {
 			c.startStreamLocked()
@@ -187,9 +154,8 @@ func (c *channel) endedLocked(err error, sawResponse bool) {
 }
 
 // onServerFailureLocked records that the server cannot be used and, for
-// each authority using it as its active server, falls back or tells the
-// watchers: an ambient error where a resource is cached, a changed error
-// where none is (A88). A successful fallback shows them nothing.
+// each authority it is active for, falls back or tells the watchers (A88
+// errors: ambient where cached). A successful fallback shows them nothing.
 func (c *channel) onServerFailureLocked(cause *Error) {
 	wasHealthy := c.status == nil
 	c.connected = false
@@ -198,10 +164,7 @@ func (c *channel) onServerFailureLocked(cause *Error) {
 		c.e.log.Warn("xDS server unreachable", "server", c.server.URI, "error", cause.Err)
 		c.e.metrics.Add(metrics.Failures, 1, c.server.URI, "")
 	}
-	for _, a := range c.authsSortedLocked() {
-		if a.active() != c {
-			continue
-		}
+	for _, a := range c.authsLocked(true) {
 		if c.e.maybeFallbackLocked(a) {
 			continue
 		}
@@ -212,18 +175,16 @@ func (c *channel) onServerFailureLocked(cause *Error) {
 }
 
 // receivedLocked runs on every response, readable or not: the server is
-// reachable, and per A71 it becomes the active server of each authority
-// that listed it, whose lower-priority servers are released at once.
+// reachable, and becomes the active server of each authority that lists
+// it, releasing lower-priority ones at once (A71).
 func (c *channel) receivedLocked() {
 	c.connected = true
 	if c.status != nil {
 		c.status = nil
 		c.e.log.Info("xDS server reachable again", "server", c.server.URI)
-		// Cleared once the response is applied: what it updates is
-		// told by the update itself.
-		c.reconnected = c.delta
+		c.reconnected = c.delta // what it updates, the update tells
 	}
-	for _, a := range c.authsSortedLocked() {
+	for _, a := range c.authsLocked(false) {
 		i := slices.Index(a.channels, c)
 		if i < 0 || i == len(a.channels)-1 {
 			continue
@@ -240,16 +201,12 @@ func (c *channel) receivedLocked() {
 }
 
 // clearConnectivityErrorsLocked tells the watchers of resources cached
-// from this incremental server that it is reachable again. A SotW server
-// re-sends every resource on a new stream, which clears the error; a delta
-// server does not send what initial_resource_versions showed unchanged,
-// and its silence is that confirmation.
+// from this incremental server that it is back. A SotW server re-sends
+// every resource, which clears the error; a delta server leaves out what
+// initial_resource_versions showed unchanged, and its silence confirms it.
 func (c *channel) clearConnectivityErrorsLocked(gate *wire.Gate) {
 	c.reconnected = false
-	for _, a := range c.authsSortedLocked() {
-		if a.active() != c {
-			continue
-		}
+	for _, a := range c.authsLocked(true) {
 		for _, byName := range a.resources {
 			for _, en := range byName {
 				if en.source == c && en.value != nil && KindOf(en.ambientError()) == KindConnectivity {
@@ -261,25 +218,21 @@ func (c *channel) clearConnectivityErrorsLocked(gate *wire.Gate) {
 	}
 }
 
-func (c *channel) authsSortedLocked() []*authority {
+// authsLocked returns the channel's authorities (activeOnly: those it is
+// active for), sorted by name.
+func (c *channel) authsLocked(activeOnly bool) []*authority {
 	out := make([]*authority, 0, len(c.auths))
 	for a := range c.auths {
-		out = append(out, a)
-	}
-	slices.SortFunc(out, func(x, y *authority) int {
-		switch {
-		case x.name < y.name:
-			return -1
-		case x.name > y.name:
-			return 1
+		if !activeOnly || a.active() == c {
+			out = append(out, a)
 		}
-		return 0
-	})
+	}
+	slices.SortFunc(out, func(x, y *authority) int { return cmp.Compare(x.name, y.name) })
 	return out
 }
 
-// releaseLocked removes an authority; a channel no authority uses is shut
-// down: its stream ends without an unsubscription, as gRPC does.
+// releaseLocked removes an authority; a channel left unused shuts down,
+// its stream ending without an unsubscription, as gRPC's does.
 func (c *channel) releaseLocked(a *authority) {
 	delete(c.auths, a)
 	if len(c.auths) > 0 {
@@ -294,8 +247,6 @@ func (c *channel) releaseLocked(a *authority) {
 	c.shutdownLocked()
 }
 
-// shutdownLocked ends the stream and retries, and gives the transport
-// back.
 func (c *channel) shutdownLocked() {
 	if c.closed {
 		return
@@ -306,19 +257,17 @@ func (c *channel) shutdownLocked() {
 		c.stopRetry = nil
 	}
 	c.stopStreamLocked()
-	c.e.releaseTransportLocked(c.key)
+	c.e.transports.Release(c.key)
 }
 
-// channelErrorFor is the connectivity error as one resource's watchers see it.
 func (e *Engine) channelErrorFor(c *channel, en *entry) *Error {
 	err := *c.status
-	err.TypeURL = en.typ.TypeURL
-	err.Name = en.name
+	err.TypeURL, err.Name = en.typ.TypeURL, en.name
 	return &err
 }
 
-// notifyChannelErrorLocked tells every watcher of the authority that its
-// server is unreachable. The cache state does not change (A88).
+// notifyChannelErrorLocked tells the authority's watchers that its server
+// is unreachable; the cache state does not change (A88).
 func (e *Engine) notifyChannelErrorLocked(a *authority, c *channel) {
 	for _, byName := range a.resources {
 		for _, en := range byName {
@@ -328,31 +277,4 @@ func (e *Engine) notifyChannelErrorLocked(a *authority, c *channel) {
 			e.notifyErrorLocked(en, e.channelErrorFor(c, en), nil)
 		}
 	}
-}
-
-// serverKey identifies a server for stream sharing: two authorities that
-// list equal servers share one ADS stream.
-func serverKey(s bootstrap.ServerConfig) string {
-	var b strings.Builder
-	b.WriteString(s.URI)
-	for _, c := range s.ChannelCreds {
-		b.WriteString("\x00c:")
-		b.WriteString(c.Type)
-		b.WriteByte(':')
-		b.Write(c.Config)
-	}
-	for _, c := range s.CallCreds {
-		b.WriteString("\x00k:")
-		b.WriteString(c.Type)
-		b.WriteByte(':')
-		b.Write(c.Config)
-	}
-	if s.Delta {
-		b.WriteString("\x00delta")
-	}
-	for _, f := range s.ServerFeatures {
-		b.WriteString("\x00f:")
-		b.WriteString(f)
-	}
-	return b.String()
 }

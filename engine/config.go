@@ -2,6 +2,8 @@ package engine
 
 import (
 	"log/slog"
+	"math"
+	"math/rand/v2"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -15,45 +17,40 @@ import (
 // Config configures an Engine. The engine does not modify it; a Config may
 // be reused.
 type Config struct {
-	// Bootstrap holds the servers, node and authorities. Required: at
-	// least one server.
+	// Bootstrap holds the servers (at least one), node and authorities; required.
 	Bootstrap *bootstrap.Bootstrap
 	// Registry holds the resource types this engine can watch. Required.
 	Registry *registry.Registry
-	// Features are server features of the user's own, resolved by name
-	// against the bootstrap's "server_features" together with
-	// [features.Builtin]; on a name clash these win.
+	// Features are server features of the user's own, resolved by name with
+	// [features.Builtin] against "server_features"; they win a name clash.
 	Features []features.ServerFeature
 	// Transport reaches the servers. Nil means gRPC with the credentials
 	// the bootstrap names.
 	Transport transport.Builder
 	// MaxResponseBytes is the largest DiscoveryResponse the engine accepts
-	// from a server; the default transport applies it to its streams.
-	// Zero means [transport.DefaultMaxResponseBytes] (128 MiB; gRPC's own default
-	// of 4 MiB is too small for large meshes). A larger response cannot
-	// be read: the stream fails, watchers get a RESOURCE_EXHAUSTED error
-	// naming the size and this setting, and the stream is retried with
-	// backoff.
+	// (the transport applies it). Zero means
+	// [transport.DefaultMaxResponseBytes], 128 MiB: gRPC's 4 MiB is too
+	// small for large meshes. A larger response fails the stream, which
+	// is retried with backoff; watchers get a RESOURCE_EXHAUSTED error
+	// naming the size and this setting.
 	MaxResponseBytes int
 	// SlowWatcherThreshold is how long a watcher may hold a notification's
-	// done before the engine logs a warning naming the resource and
-	// counts it (xdsengine.xds_client.slow_watchers): until every done
-	// is called, nothing more is read from that server (gRFC A88's flow
-	// control). Zero means 30 s; negative turns the warning off.
+	// done before the engine logs a warning naming the resource and counts
+	// it (xdsengine.xds_client.slow_watchers): until every done is called,
+	// nothing more is read from that server (gRFC A88's flow control).
+	// Zero means 30 s; negative turns the warning off.
 	SlowWatcherThreshold time.Duration
 	// Clock is the engine's time: it stamps updates and CSDS entries and
-	// runs every wait: does-not-exist timers, the slow-watcher threshold,
-	// and the wait before each stream retry (whose length Backoff
-	// chooses). A test clock that is never advanced therefore also holds
-	// retries. Nil means [RealClock].
+	// runs every wait (does-not-exist timers, the slow-watcher threshold,
+	// the backoff before a stream retry), so a test clock never advanced
+	// holds retries too. Nil means [RealClock].
 	Clock Clock
 	// ResourceTimeout overrides the does-not-exist timer's length. Zero
 	// means 15 s, or what the server's features say (30 s with
 	// resource_timer_is_transient_error).
 	ResourceTimeout time.Duration
-	// Backoff chooses how long to wait, on Clock, before the n-th
-	// consecutive retry of an ADS stream that failed without a response
-	// (n starts at 0). Nil means [DefaultBackoff].
+	// Backoff is the wait, on Clock, before the n-th (from 0) consecutive
+	// retry of a stream that failed without a response; nil: [DefaultBackoff].
 	Backoff func(n int) time.Duration
 	// Logger receives the engine's logs. Nil discards them.
 	Logger *slog.Logger
@@ -63,28 +60,59 @@ type Config struct {
 	// FallbackPolicy decides when an authority falls back to its next
 	// server (gRFC A71). Nil means [DefaultFallbackPolicy].
 	FallbackPolicy FallbackPolicy
-	// Switches pins gRPC's environment switches; nil reads them from the
-	// environment with [features.SwitchesFromEnv] when New runs. They
-	// reach the resource types too (registry.DecodeOptions.Switches and
-	// registry.ResourceType.Enabled), so this is the one place that
-	// decides.
+	// Switches pins gRPC's environment switches; nil reads them with
+	// [features.SwitchesFromEnv] in New. They reach the resource types too
+	// (DecodeOptions.Switches, ResourceType.Enabled): one place decides.
 	Switches *features.Switches
-	// Target is the data plane target this engine serves, used as CSDS
+	// Target is the data plane target this engine serves: the CSDS
 	// client_scope and the grpc.target metric label. May be empty.
 	Target string
-	// UserAgentName and UserAgentVersion go into the node of the first
-	// request of each stream. Empty means "xdsengine" and the module
-	// version.
+	// UserAgentName and UserAgentVersion go into the node. Empty means
+	// "xdsengine" and the module version.
 	UserAgentName, UserAgentVersion string
 	// Store, when set, keeps what the engine accepts, and serves it when
 	// no server of an authority answers: a process restarted during an
 	// outage starts from its last good configuration (see [Store]).
 	// Nil keeps nothing.
 	Store Store
-	// IgnoreCertificateProviders stops the check that every certificate
-	// provider instance a Cluster or Listener names is in the bootstrap's
-	// certificate_providers (gRFC A29), which gRPC always makes: such
-	// resources are then accepted. Set it in a program that does its own
-	// TLS and whose bootstrap therefore defines no providers.
+	// IgnoreCertificateProviders stops the check, which gRPC always
+	// makes, that each certificate provider instance a Cluster or
+	// Listener names is in the bootstrap's certificate_providers (gRFC
+	// A29). For a program that does its own TLS, whose bootstrap defines
+	// no providers.
 	IgnoreCertificateProviders bool
+}
+
+// Clock is the engine's source of time; tests inject a fake one so that
+// 15 s timers take microseconds.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc calls f in its own goroutine once d has passed. stop
+	// prevents the call if it has not started and reports whether it did.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+
+// RealClock returns the wall clock.
+func RealClock() Clock { return realClock{} }
+
+// DefaultBackoff is gRPC's connection backoff (doc/connection-backoff.md),
+// the default of Config.Backoff: 1 s before the first retry, growing ×1.6
+// to at most 120 s, with ±20 % jitter so that clients that lost the same
+// server do not return in lockstep.
+func DefaultBackoff(n int) time.Duration {
+	const (
+		base       = time.Second
+		max        = 120 * time.Second
+		multiplier = 1.6
+		jitter     = 0.2
+	)
+	d := min(float64(base)*math.Pow(multiplier, float64(n)), float64(max))
+	d *= 1 + jitter*(rand.Float64()*2-1)
+	return time.Duration(d)
 }

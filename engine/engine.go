@@ -5,15 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
+	"github.com/xdsengine/xdsengine/engine/internal/node"
+	"github.com/xdsengine/xdsengine/engine/internal/oplock"
+	"github.com/xdsengine/xdsengine/engine/internal/transports"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/buildinfo"
@@ -22,33 +28,21 @@ import (
 	"github.com/xdsengine/xdsengine/transport"
 )
 
-// Version is the version of the xdsengine module the program was built
-// with, as Go's build information records it: its tag ("v0.2.0") or
-// pseudo-version when the program requires the module, the version Go
-// stamped when the module is the program's own (a command of this
-// repository), and "(devel)" when Go recorded none. It is sent as the
-// node's user agent version.
+// Version is the module's version as Go's build information records it
+// (a tag such as "v0.2.0", a pseudo-version, or "(devel)" when none): the
+// node's user agent version by default.
 var Version = buildinfo.ModuleVersion()
 
 // DefaultSlowWatcherThreshold is Config.SlowWatcherThreshold's default.
 const DefaultSlowWatcherThreshold = 30 * time.Second
 
-// Client features every engine advertises (gRFC A27, and the
-// envoy.service.discovery.v3.Resource wrapper in SotW).
-const (
-	clientFeatureNoOverprovisioning = "envoy.lb.does_not_support_overprovisioning"
-	clientFeatureResourceInSotW     = "xds.config.resource-in-sotw"
-)
-
 // Engine is an xDS client: it keeps one ADS stream per xDS server it
 // needs, caches what the servers send and tells watchers (gRFC A27, A57,
 // A71, A88, A95). It is safe for concurrent use.
 type Engine struct {
-	cfg Config
-	reg *registry.Registry
-	// types are the registered types on under the switches, shared by
-	// the cache entries rather than copied into each.
-	types      map[string]*registry.ResourceType
+	cfg        Config
+	reg        *registry.Registry
+	types      map[string]*registry.ResourceType // those on under the switches; entries share them
 	clock      Clock
 	log        *slog.Logger
 	switches   features.Switches
@@ -60,104 +54,32 @@ type Engine struct {
 	ser        *serial.Serializer
 	streamsRun sync.WaitGroup
 	metrics    *metrics.Recorder
-	// maxResponseBytes and slowWatcherThreshold are the Config's, with
-	// their defaults.
+	// The Config's, with their defaults:
 	maxResponseBytes     int
 	slowWatcherThreshold time.Duration
+	certificateProviders func(name string) bool // the bootstrap's instances; nil: unchecked
 	closed               atomic.Bool
 
-	// ops are the Watch and cancel calls waiting for whoever holds mu
-	// (do); opsMu guards them alone, and is never held with mu wanted.
-	opsMu sync.Mutex
-	ops   []op
-	// spareOps is the array of the calls last applied, for the next ones:
-	// a burst of watches appends to it rather than to a new one.
-	spareOps []op
-
 	// mu guards everything below, and the authorities' and channels'
-	// state. It is held for short critical sections: a Watch or cancel,
-	// one part of a response, a subscription handed to a stream.
-	mu          sync.Mutex
+	// state, for short critical sections: one part of a response, a
+	// subscription handed to a stream. Watch and cancel calls are handed
+	// to it (mu.Do): they never wait for a response to be applied.
+	mu          oplock.Mutex[op]
 	oldStyle    *authority            // names that are not xdstp:// (A47)
 	authorities map[string]*authority // xdstp:// authorities of the bootstrap
-	channels    map[string]*channel   // by serverKey
-	transports  map[string]*sharedTransport
-	// certificateProviders tells decoders the bootstrap's certificate
-	// provider instances; nil when they are not checked.
-	certificateProviders func(name string) bool
-	// shapeGen counts the changes to which entries exist and to which
-	// server each authority uses (channel.applyingShape).
-	shapeGen uint64
-	// activeGen counts the changes to which server an authority uses:
-	// while it stays, the entries a response did not mark are at the back
-	// of their authority's marked order.
-	activeGen uint64
-	// coverMarks numbers the responses applied, on every channel, so that
-	// an entry's coveredBy names one response.
-	coverMarks uint64
-	// notices is the rest of the chunk the notifications of the response
-	// held by noticeGate come from (newNoticeLocked).
+	channels    map[string]*channel   // by transports.Key
+	transports  *transports.Set
+	// shapeGen counts changes to which entries exist and which server each
+	// authority uses (channel.applyingShape); activeGen, to the latter: while
+	// it stays, entries a response did not mark are at the back of their order.
+	shapeGen, activeGen uint64
+	coverMarks          uint64 // numbers the responses applied, for entry.coveredBy
+	// notices is the rest of the chunk that the notifications of
+	// noticeGate's response come from (newNoticeLocked).
 	notices     []notice
 	noticeGate  *wire.Gate
 	noticeChunk int
-	// lastOrigin is the origin of the last notification, which the next
-	// ones share while they come from the same response (originLocked).
-	lastOrigin *origin
-}
-
-// do applies a Watch or cancel call: at once if the lock is free, else
-// by the holder of the lock, before it lets go (unlock). The caller never
-// waits for a response to be applied.
-func (e *Engine) do(o op) {
-	e.opsMu.Lock()
-	e.ops = append(e.ops, o)
-	e.opsMu.Unlock()
-	if e.mu.TryLock() {
-		e.runOpsLocked()
-		e.unlock()
-	}
-}
-
-// lock takes the engine's lock, and applies the calls queued meanwhile
-// first, so that whatever the holder does next sees them.
-func (e *Engine) lock() {
-	e.mu.Lock()
-	e.runOpsLocked()
-}
-
-// unlock lets go of the lock, then applies the calls queued while it was
-// held, unless someone else holds it by then and will.
-func (e *Engine) unlock() {
-	for {
-		e.mu.Unlock()
-		e.opsMu.Lock()
-		queued := len(e.ops) > 0
-		e.opsMu.Unlock()
-		if !queued || !e.mu.TryLock() {
-			return
-		}
-		e.runOpsLocked()
-	}
-}
-
-func (e *Engine) runOpsLocked() {
-	for {
-		e.opsMu.Lock()
-		ops := e.ops
-		e.ops, e.spareOps = e.spareOps[:0], nil
-		e.opsMu.Unlock()
-		if len(ops) == 0 {
-			e.spareOps = ops
-			return
-		}
-		for _, o := range ops {
-			if !e.closed.Load() {
-				e.applyOpLocked(o)
-			}
-		}
-		clear(ops)
-		e.spareOps = ops[:0]
-	}
+	lastOrigin  *origin // the last notification's, which the next of its response share
 }
 
 // New builds an engine. It connects to no server until the first Watch.
@@ -165,30 +87,28 @@ func New(cfg Config) (*Engine, error) {
 	if err := checkConfig(cfg); err != nil {
 		return nil, err
 	}
-	e := &Engine{
-		cfg:         cfg,
-		reg:         cfg.Registry,
-		nodeID:      cfg.Bootstrap.Node.ID,
-		authorities: make(map[string]*authority),
-		channels:    make(map[string]*channel),
-		transports:  make(map[string]*sharedTransport),
-	}
+	e := &Engine{cfg: cfg, reg: cfg.Registry, nodeID: cfg.Bootstrap.Node.ID,
+		authorities: make(map[string]*authority), channels: make(map[string]*channel)}
+	e.mu.Run = e.applyOpLocked
 	e.applyDefaults()
+	e.transports = transports.New(e.cfg.Transport, transport.Options{MaxResponseBytes: e.maxResponseBytes}, e.log, &e.streamsRun)
 	e.types = make(map[string]*registry.ResourceType, cfg.Registry.Len())
+	var clientFeatures []string
 	for _, u := range cfg.Registry.TypeURLs() {
 		if t, _ := cfg.Registry.Lookup(u); t.EnabledUnder(e.switches) {
 			e.types[u] = &t
+			clientFeatures = append(clientFeatures, t.ClientFeatures...)
 		}
 	}
 	if err := transport.CheckServers(e.cfg.Transport, cfg.Bootstrap); err != nil {
 		return nil, err
 	}
+	builtin := features.Builtin
 	if e.switches.DisableDataErrorHandling {
-		e.known = append(features.LegacyBuiltin(), append([]features.ServerFeature{features.DeltaXDS}, cfg.Features...)...)
-	} else {
-		e.known = append(features.Builtin(), append([]features.ServerFeature{features.DeltaXDS}, cfg.Features...)...)
+		builtin = features.LegacyBuiltin
 	}
-	e.node = e.buildNode()
+	e.known = append(builtin(), append([]features.ServerFeature{features.DeltaXDS}, cfg.Features...)...)
+	e.node = node.Build(cfg.Bootstrap.Node, cmp.Or(cfg.UserAgentName, "xdsengine"), cmp.Or(cfg.UserAgentVersion, Version), clientFeatures)
 	e.oldStyle = e.newAuthority("", cfg.Bootstrap.Servers, false)
 	e.oldStyle.oldStyle = true
 	for name, a := range cfg.Bootstrap.Authorities {
@@ -236,7 +156,6 @@ func checkConfig(cfg Config) error {
 	return nil
 }
 
-// applyDefaults fills in what the Config left at its zero value.
 func (e *Engine) applyDefaults() {
 	cfg := e.cfg
 	// Interfaces are compared with nil, not with cmp.Or: a Clock or
@@ -246,14 +165,13 @@ func (e *Engine) applyDefaults() {
 		e.clock = realClock{}
 	}
 	e.log = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
-	e.certificateProviders = certificateProviders(cfg)
-	e.maxResponseBytes = cmp.Or(cfg.MaxResponseBytes, transport.DefaultMaxResponseBytes)
-	switch e.slowWatcherThreshold = cfg.SlowWatcherThreshold; {
-	case e.slowWatcherThreshold == 0:
-		e.slowWatcherThreshold = DefaultSlowWatcherThreshold
-	case e.slowWatcherThreshold < 0:
-		e.slowWatcherThreshold = 0
+	if !cfg.IgnoreCertificateProviders {
+		// A copy: the streams' goroutines read it while decoding.
+		names := maps.Clone(cfg.Bootstrap.CertificateProviders)
+		e.certificateProviders = func(name string) bool { _, ok := names[name]; return ok }
 	}
+	e.maxResponseBytes = cmp.Or(cfg.MaxResponseBytes, transport.DefaultMaxResponseBytes)
+	e.slowWatcherThreshold = max(cmp.Or(cfg.SlowWatcherThreshold, DefaultSlowWatcherThreshold), 0)
 	e.backoff = cfg.Backoff
 	if e.backoff == nil {
 		e.backoff = DefaultBackoff
@@ -272,83 +190,78 @@ func (e *Engine) applyDefaults() {
 	}
 }
 
-func (e *Engine) buildNode() *corepb.Node {
-	n := e.cfg.Bootstrap.Node
-	node := &corepb.Node{
-		Id:            n.ID,
-		Cluster:       n.Cluster,
-		Metadata:      n.Metadata,
-		UserAgentName: e.cfg.UserAgentName,
-		UserAgentVersionType: &corepb.Node_UserAgentVersion{
-			UserAgentVersion: e.cfg.UserAgentVersion,
-		},
-	}
-	if node.UserAgentName == "" {
-		node.UserAgentName = "xdsengine"
-	}
-	if e.cfg.UserAgentVersion == "" {
-		node.UserAgentVersionType = &corepb.Node_UserAgentVersion{UserAgentVersion: Version}
-	}
-	if n.Locality != (bootstrap.Locality{}) {
-		node.Locality = &corepb.Locality{Region: n.Locality.Region, Zone: n.Locality.Zone, SubZone: n.Locality.SubZone}
-	}
-	cf := []string{clientFeatureNoOverprovisioning, clientFeatureResourceInSotW}
-	for _, u := range e.reg.TypeURLs() {
-		t, _ := e.reg.Lookup(u)
-		if !t.EnabledUnder(e.switches) {
-			continue
-		}
-		for _, f := range t.ClientFeatures {
-			if !slices.Contains(cf, f) {
-				cf = append(cf, f)
-			}
-		}
-	}
-	node.ClientFeatures = cf
-	return node
-}
-
 // NodeID returns the node ID from the bootstrap.
 func (e *Engine) NodeID() string { return e.nodeID }
 
 // Registry returns the engine's resource types.
 func (e *Engine) Registry() *registry.Registry { return e.reg }
 
-// Close stops every stream and the callback goroutine. No callback starts
-// after Close returns, and no goroutine of the engine is left, in any
-// phase: connecting, in backoff, while a response is applied, with a
-// watcher's done outstanding. Close may be called from a watcher callback
-// (or a Pool's release there); it then returns without waiting for that
-// callback, and the callback goroutine ends as soon as it returns.
+// Close stops every stream and the callback goroutine: no callback starts
+// after Close returns, and no goroutine of the engine is left, whatever
+// it was doing. Called from a watcher callback (or a Pool's release
+// there), it returns without waiting for that callback, whose goroutine
+// ends as soon as it returns.
 func (e *Engine) Close() error {
-	e.lock()
+	e.mu.Lock()
 	if e.closed.Swap(true) {
-		e.unlock()
+		e.mu.Unlock()
 		return nil
 	}
 	// Every transport closes here, those still lent to other services
-	// (load reporting) too: their users are to be done by now. The
-	// channels then have none to give back.
-	var transports []transport.Transport
-	for key, st := range e.transports {
-		if st.t != nil {
-			transports = append(transports, st.t)
-		}
-		delete(e.transports, key)
-	}
+	// (load reporting) too: their users are to be done by now.
+	lent := e.transports.Drain()
 	for _, c := range e.channels {
 		c.shutdownLocked()
 	}
 	e.channels = nil
-	e.unlock()
+	e.mu.Unlock()
 	var errs []error
-	for _, t := range transports {
-		if err := t.Close(); err != nil {
-			errs = append(errs, err)
-		}
+	for _, t := range lent {
+		errs = append(errs, t.Close()) // Join drops nils
 	}
 	e.streamsRun.Wait()
 	e.ser.Close()
 	e.metrics.Close()
 	return errors.Join(errs...)
 }
+
+// For other xDS services on the same servers: package lrs reports load
+// over the engine's connections, node, clock and backoff, configuring none.
+
+// Node returns the node the engine sends in each stream's first request
+// (id, cluster, locality, metadata, user agent, client features), as a
+// copy the caller may modify.
+func (e *Engine) Node() *corepb.Node { return proto.Clone(e.node).(*corepb.Node) }
+
+// Transport returns the engine's transport to server, shared: one
+// connection per server entry for every xDS service, as gRPC keeps.
+// release gives it back; it closes with its last user, and with the
+// engine. After Close, Transport fails with codes.Unavailable.
+func (e *Engine) Transport(server bootstrap.ServerConfig) (t transport.Transport, release func(), err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed.Load() {
+		return nil, nil, status.Error(codes.Unavailable, "engine: closed")
+	}
+	key := transports.Key(server)
+	t, err = e.transports.Acquire(key, server)
+	if err != nil {
+		e.transports.Release(key)
+		return nil, nil, err
+	}
+	return t, sync.OnceFunc(func() {
+		e.mu.Lock()
+		e.transports.Release(key)
+		e.mu.Unlock()
+	}), nil
+}
+
+// Clock returns the engine's clock (Config.Clock, or the wall clock).
+func (e *Engine) Clock() Clock { return e.clock }
+
+// Logger returns the engine's logger (Config.Logger, or a discarding one).
+func (e *Engine) Logger() *slog.Logger { return e.log }
+
+// Backoff returns how long the engine waits before its n-th retry of a
+// failed stream (Config.Backoff, or [DefaultBackoff]).
+func (e *Engine) Backoff(n int) time.Duration { return e.backoff(n) }

@@ -18,43 +18,39 @@ type Kind int
 const (
 	// KindUnknown is the kind of an error that is not an *Error.
 	KindUnknown Kind = iota
-	// KindConnectivity: the server is unreachable or the ADS stream failed
-	// before any response (gRFC A57). Transient; UNAVAILABLE.
+	// KindConnectivity: the server is unreachable or the ADS stream
+	// failed before any response (gRFC A57). Transient; UNAVAILABLE.
 	KindConnectivity
-	// KindNACK: the resource failed validation. Data error;
-	// INVALID_ARGUMENT.
+	// KindNACK: the resource failed validation. Data; INVALID_ARGUMENT.
 	KindNACK
-	// KindDeleted: an LDS/CDS SotW response no longer lists the resource.
-	// Data error; NOT_FOUND.
+	// KindDeleted: the server deleted the resource (left out of a SotW
+	// LDS/CDS response, or removed incrementally). Data; NOT_FOUND.
 	KindDeleted
 	// KindDoesNotExist: the does-not-exist timer fired. NOT_FOUND.
 	KindDoesNotExist
 	// KindTimeout: the does-not-exist timer fired on a server with
 	// resource_timer_is_transient_error. Transient; UNAVAILABLE.
 	KindTimeout
-	// KindServerReported: an xRFC TP3 error from the server, with the
-	// server's code. Data error for NOT_FOUND and PERMISSION_DENIED,
-	// transient otherwise.
+	// KindServerReported: an xRFC TP3 error, with the server's code. Data
+	// for NOT_FOUND and PERMISSION_DENIED, transient otherwise.
 	KindServerReported
 	// KindInvalidName: the resource name does not parse. INVALID_ARGUMENT.
 	KindInvalidName
-	// KindUnknownAuthority: an xdstp:// name whose authority is not in the
+	// KindUnknownAuthority: an xdstp:// name's authority is not in the
 	// bootstrap. FAILED_PRECONDITION.
 	KindUnknownAuthority
-	// KindUnknownType: the type URL is not registered, or a resource is
-	// not of the Go type a typed watcher expects. FAILED_PRECONDITION.
+	// KindUnknownType: the type URL is not registered (or is switched
+	// off), or a resource is not a typed watcher's Go type. FAILED_PRECONDITION.
 	KindUnknownType
-	// KindUnroutable: a Mux has no source for the resource.
-	// FAILED_PRECONDITION.
+	// KindUnroutable: a Mux has no source for it. FAILED_PRECONDITION.
 	KindUnroutable
 	// KindClosed: the engine was closed. UNAVAILABLE.
 	KindClosed
 	// KindDependency: a dependency graph cannot be resolved (a missing or
-	// failed resource, or a cycle). Code of the underlying error.
+	// failed resource, or a cycle). The underlying error's code.
 	KindDependency
-	// KindResponseTooLarge: the server sent a response larger than
-	// Config.MaxResponseBytes, which could not be read. Transient;
-	// RESOURCE_EXHAUSTED.
+	// KindResponseTooLarge: a response over Config.MaxResponseBytes could
+	// not be read. Transient; RESOURCE_EXHAUSTED.
 	KindResponseTooLarge
 )
 
@@ -85,7 +81,7 @@ func (k Kind) String() string {
 
 // Error is every error the engine gives a watcher. It carries a gRPC
 // status code, so status.Code(err) works, and its message ends with the
-// node ID, as gRPC's does, to help whoever reads it find the client.
+// node ID, as gRPC's does, to tell the reader which client it is.
 type Error struct {
 	Kind      Kind
 	Code      codes.Code
@@ -102,10 +98,7 @@ type Error struct {
 func (e *Error) Error() string {
 	var b strings.Builder
 	if e.TypeURL != "" || e.Name != "" {
-		b.WriteString(shortTypeName(e.TypeURL))
-		b.WriteString(" resource ")
-		fmt.Fprintf(&b, "%q", e.Name)
-		b.WriteString(": ")
+		fmt.Fprintf(&b, "%s resource %q: ", shortTypeName(e.TypeURL), e.Name)
 	}
 	if e.Err != nil {
 		b.WriteString(e.Err.Error())
@@ -125,8 +118,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // GRPCStatus makes status.Code and status.FromError work on the error.
 func (e *Error) GRPCStatus() *status.Status { return status.New(e.Code, e.Error()) }
 
-// Class tells whether the error is a data error or a transient one in the
-// sense of gRFC A88.
+// Class tells whether the error is a data error or a transient one (A88).
 func (e *Error) Class() features.ErrorClass {
 	switch e.Kind {
 	case KindNACK, KindDeleted, KindDoesNotExist:

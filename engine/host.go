@@ -2,25 +2,27 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
+	"github.com/xdsengine/xdsengine/engine/internal/namelist"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
+	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/transport"
 )
 
-// streamHost is a channel's side of one of its streams (wire.Host). The
-// stream calls it from its own goroutines; each call takes the engine's
+// streamHost is a channel's side of one of its streams (wire.Host),
+// called from the stream's goroutines; each call takes the engine's
 // lock, and is ignored once the channel has moved on to another stream.
-// Applying responses is in apply.go, the subscriptions in subscribe.go.
 type streamHost struct{ c *channel }
 
 // current takes the engine's lock and reports whether h is still its
-// channel's stream's host; if not, it has released the lock.
+// channel's host; if not, it lets go of the lock.
 func (h *streamHost) current() bool {
-	h.c.e.lock()
+	h.c.e.mu.Lock()
 	if h.c.host != h || h.c.closed {
-		h.c.e.unlock()
+		h.c.e.mu.Unlock()
 		return false
 	}
 	return true
@@ -30,41 +32,37 @@ func (h *streamHost) Subscription(typeURL string) wire.Subscription {
 	if !h.current() {
 		return wire.Subscription{}
 	}
-	defer h.c.e.unlock()
+	defer h.c.e.mu.Unlock()
 	return h.c.subscriptionLocked(typeURL)
 }
 
 func (h *streamHost) Apply(p wire.Part) {
-	if !h.current() {
-		return
+	if h.current() {
+		defer h.c.e.mu.Unlock()
+		h.c.applyLocked(p)
 	}
-	defer h.c.e.unlock()
-	h.c.applyLocked(p)
 }
 
-// Timeout: resources did not arrive in time.
 func (h *streamHost) Timeout(typeURL string, names []string) {
-	if !h.current() {
-		return
-	}
-	defer h.c.e.unlock()
-	for _, name := range names {
-		if _, en := h.c.e.lookupEntryLocked(typeURL, name); en != nil {
-			h.c.e.onTimerLocked(en, h.c)
+	if h.current() {
+		defer h.c.e.mu.Unlock()
+		for _, name := range names {
+			if _, en := h.c.e.lookupEntryLocked(typeURL, name); en != nil {
+				h.c.e.onTimerLocked(en, h.c)
+			}
 		}
 	}
 }
 
 func (h *streamHost) Ended(err error, sawResponse bool) {
-	if !h.current() {
-		return
+	if h.current() {
+		defer h.c.e.mu.Unlock()
+		h.c.endedLocked(err, sawResponse)
 	}
-	defer h.c.e.unlock()
-	h.c.endedLocked(err, sawResponse)
 }
 
 // SlowWatchers logs the resources whose watchers have not called done,
-// and counts the notifications per type.
+// and counts them per type.
 func (h *streamHost) SlowWatchers(pending []wire.Pending, notifications int) {
 	c, e := h.c, h.c.e
 	const maxNamed = 10
@@ -85,8 +83,6 @@ func (h *streamHost) SlowWatchers(pending []wire.Pending, notifications int) {
 	}
 }
 
-// startStreamLocked starts a stream to the channel's server, and has it
-// write every type with a watched name.
 func (c *channel) startStreamLocked() {
 	if c.closed || c.e.closed.Load() {
 		return
@@ -98,7 +94,7 @@ func (c *channel) startStreamLocked() {
 	}
 	c.host = &streamHost{c: c}
 	for _, sn := range c.subscribed {
-		sn.given, sn.handed = nil, false
+		sn.NewStream()
 	}
 	c.stream = newStream(wire.Config{
 		Host:                 c.host,
@@ -120,7 +116,6 @@ func (c *channel) startStreamLocked() {
 	}
 }
 
-// stopStreamLocked ends the channel's stream, if any.
 func (c *channel) stopStreamLocked() {
 	if c.stream != nil {
 		c.stream.Stop()
@@ -128,7 +123,6 @@ func (c *channel) stopStreamLocked() {
 	}
 }
 
-// openStream opens an ADS stream on the channel's transport.
 func (c *channel) openStream(ctx context.Context) (transport.Stream, error) {
 	if c.transport == nil {
 		return nil, c.buildErr
@@ -144,11 +138,150 @@ func (c *channel) openStream(ctx context.Context) (transport.Stream, error) {
 	return transport.LimitReceive(st, c.e.maxResponseBytes), nil
 }
 
-// resolveName returns the cache key of a resource name.
 func (c *channel) resolveName(typeURL, name string) (string, error) {
 	_, key, err := c.e.resolveName(typeURL, name)
 	if err != nil {
 		return "", err.Err
 	}
 	return key, nil
+}
+
+// subscriptionLocked returns the names of a type the stream is to
+// subscribe to now, with their changes since it was last handed them.
+// Orphaned entries are left out and, on their active channel, deleted:
+// the request about to be written unsubscribes them.
+func (c *channel) subscriptionLocked(typeURL string) wire.Subscription {
+	sn := c.subscribed[typeURL]
+	if sn == nil {
+		sn = &namelist.List{}
+		c.subscribed[typeURL] = sn
+	}
+	if sn.Stale() {
+		sn.Rebuild(c.collectNamesLocked(typeURL))
+	} else if touched := sn.Touched(); touched != nil {
+		sn.Merge(c.changesLocked(typeURL, sn, touched))
+	}
+	sub := wire.Subscription{Version: c.versions[typeURL]}
+	var first bool
+	sub.Names, sub.Added, sub.Removed, first = sn.Next()
+	if first && c.delta {
+		sub.Versions = c.resourceVersionsLocked(typeURL)
+	}
+	if len(sub.Added) > 0 {
+		sub.Timeout = c.timerLocked().Timeout
+		keys := keyLookup{e: c.e, typeURL: typeURL}
+		for _, name := range sub.Added {
+			if _, en := keys.entry(name); en != nil && en.value == nil {
+				sub.Awaited = append(sub.Awaited, name)
+			}
+		}
+	}
+	return sub
+}
+
+func (c *channel) collectNamesLocked(typeURL string) []string {
+	n := 0 // a bound: orphaned entries are counted
+	for a := range c.auths {
+		n += len(a.resources[typeURL])
+	}
+	names := make([]string, 0, n)
+	var gone []*entry
+	for a := range c.auths {
+		for name, en := range a.resources[typeURL] {
+			if en.orphaned {
+				if a.active() == c {
+					gone = append(gone, en)
+				}
+				continue
+			}
+			names = append(names, name)
+		}
+	}
+	for _, en := range gone {
+		c.e.removeEntryLocked(en)
+	}
+	return names
+}
+
+// changesLocked tells which touched names joined the list and which left
+// it: a binary search each, k log n for k names rather than a walk of n.
+func (c *channel) changesLocked(typeURL string, sn *namelist.List, touched []string) (added, removed []string) {
+	var gone []*entry
+	for _, key := range touched {
+		member := false
+		switch en := c.entryLocked(typeURL, key); {
+		case en == nil:
+		case en.orphaned:
+			if en.auth.active() == c {
+				gone = append(gone, en)
+			}
+		default:
+			member = true
+		}
+		listed := sn.Has(key)
+		switch {
+		case member && !listed:
+			added = append(added, key)
+		case !member && listed:
+			removed = append(removed, key)
+		}
+	}
+	for _, en := range gone {
+		c.e.removeEntryLocked(en)
+	}
+	return added, removed
+}
+
+func (c *channel) entryLocked(typeURL, key string) *entry {
+	for a := range c.auths {
+		if en := a.resources[typeURL][key]; en != nil {
+			return en
+		}
+	}
+	return nil
+}
+
+func (c *channel) subscribedTypesLocked() []string {
+	var types []string
+	for a := range c.auths {
+		for t, byName := range a.resources {
+			if len(byName) > 0 && !slices.Contains(types, t) {
+				types = append(types, t)
+			}
+		}
+	}
+	slices.Sort(types)
+	return types
+}
+
+// resourceVersionsLocked returns the versions of a type's resources
+// cached from this server, for an incremental stream's first request
+// (of a glob collection, its members').
+func (c *channel) resourceVersionsLocked(typeURL string) map[string]string {
+	var versions map[string]string
+	for a := range c.auths {
+		for key, en := range a.resources[typeURL] {
+			if en.orphaned || en.value == nil || en.source != c {
+				continue
+			}
+			if versions == nil {
+				versions = make(map[string]string)
+			}
+			if en.glob.AddVersions(versions) {
+				continue
+			}
+			if en.version != "" {
+				versions[key] = en.version
+			}
+		}
+	}
+	return versions
+}
+
+func (c *channel) timerLocked() features.Timer {
+	t := c.features.ResourceTimer(features.DefaultTimer)
+	if c.e.cfg.ResourceTimeout > 0 {
+		t.Timeout = c.e.cfg.ResourceTimeout
+	}
+	return t
 }

@@ -10,11 +10,10 @@ import (
 )
 
 // Pool hands out one shared Engine per data plane target (gRFC A71):
-// callers of the same target share an engine and its cache, while each
-// target has engines of its own, so a resource missing for one target
-// sends only that target's engine to a fallback server. Engines are
-// reference counted and closed with their last user. A Pool is safe for
-// concurrent use.
+// callers of a target share its engine and cache, so a resource missing
+// for one target sends only that target's engine to a fallback server.
+// Engines are reference counted and closed with their last user. A Pool
+// is safe for concurrent use.
 type Pool struct {
 	cfg Config
 
@@ -31,7 +30,7 @@ type pooled struct {
 // NewPool returns a pool whose engines are built from cfg, each with
 // Config.Target set to its target.
 func NewPool(cfg Config) (*Pool, error) {
-	// Validate once up front, so Get fails only for reasons of its own.
+	// Validated once, so that Get fails only for reasons of its own.
 	probe, err := New(cfg)
 	if err != nil {
 		return nil, err
@@ -60,8 +59,7 @@ func (p *Pool) Get(target string) (e *Engine, release func(), err error) {
 		p.engines[target] = pe
 	}
 	pe.refs++
-	var once sync.Once
-	return pe.e, func() { once.Do(func() { p.release(target, pe) }) }, nil
+	return pe.e, sync.OnceFunc(func() { p.release(target, pe) }), nil
 }
 
 func (p *Pool) release(target string, pe *pooled) {

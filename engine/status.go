@@ -6,22 +6,25 @@ import (
 	"strings"
 
 	statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
+
+	"github.com/xdsengine/xdsengine/engine/internal/dump"
+	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 )
 
-// ResourceStatus returns the CSDS state (gRFC A40) of one watched
-// resource, as [Engine.Dump] shows it, without building the whole dump;
-// nil if the resource is not watched. An xdstp:// name may be given in
-// any form that canonicalizes to the watched one.
+// ResourceStatus returns one watched resource's CSDS state (gRFC A40) as
+// [Engine.Dump] shows it, without building the whole dump; nil if it is
+// not watched. An xdstp:// name may be in any form that canonicalizes to
+// the watched one.
 func (e *Engine) ResourceStatus(typeURL, name string) *statuspb.ClientConfig_GenericXdsConfig {
-	e.lock()
+	e.mu.Lock()
 	_, en := e.lookupEntryLocked(typeURL, name)
 	if en == nil || en.orphaned {
-		e.unlock()
+		e.mu.Unlock()
 		return nil
 	}
 	snap := snapshotLocked(en)
-	e.unlock()
-	return snap.csds()
+	e.mu.Unlock()
+	return snap.Config()
 }
 
 // AuthorityStatus is the state of one authority's servers (gRFC A47, A71).
@@ -31,34 +34,31 @@ type AuthorityStatus struct {
 	// bootstrap's top-level servers.
 	Name     string
 	OldStyle bool
-	// Servers are the URIs of its servers, in the bootstrap's order of
-	// priority.
+	// Servers are its servers' URIs, by priority.
 	Servers []string
-	// Active is the URI of the server the authority's resources come from
-	// now: the first server, or a fallback (A71). "" when none is in use:
-	// nothing under the authority is watched.
+	// Active is the URI of the server its resources come from now: the
+	// first, or a fallback (A71); "" when nothing under it is watched.
 	Active string
-	// Connected says that Active has sent a response since it last
-	// failed.
+	// Connected: Active has sent a response since it last failed.
 	Connected bool
-	// Err is Active's last failure while it persists: it is unreachable,
-	// or its response was too large to read. nil when healthy.
+	// Err is Active's last failure while it persists (unreachable, or a
+	// response too large to read); nil when healthy.
 	Err error
-	// Versions are the version_info (State of the World) or
-	// system_version_info (incremental) last accepted from Active, by
-	// type URL. CSDS shows each resource's version; this is the
-	// server's version of the whole type.
+	// Versions are, by type URL, the version_info (State of the World) or
+	// system_version_info (incremental) last accepted from Active: the
+	// server's version of the whole type, where CSDS shows each
+	// resource's.
 	Versions map[string]string
 	// Delta says that Active speaks incremental xDS.
 	Delta bool
 }
 
-// Authorities returns the state of every authority: which server each
-// uses now, and whether it is reachable. The old-style authority comes
-// first, then the others by name.
+// Authorities returns each authority's state: which server it uses now,
+// and whether that is reachable. The old-style authority comes first,
+// then the others by name.
 func (e *Engine) Authorities() []AuthorityStatus {
-	e.lock()
-	defer e.unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	auths := e.allAuthoritiesLocked()
 	out := make([]AuthorityStatus, 0, len(auths))
 	for _, a := range auths {
@@ -77,4 +77,86 @@ func (e *Engine) Authorities() []AuthorityStatus {
 	}
 	slices.SortStableFunc(out[1:], func(x, y AuthorityStatus) int { return strings.Compare(x.Name, y.Name) })
 	return out
+}
+
+// Dump returns the engine's cache as a CSDS ClientConfig (gRFC A40): each
+// watched resource's A88 cache state, cached version and resource, and
+// last error; client_scope is Config.Target. The result is the caller's.
+// Only copying the entries' immutable fields holds the lock, so a dump of
+// 100,000 resources does not stall the streams.
+func (e *Engine) Dump() *statuspb.ClientConfig {
+	e.mu.Lock()
+	count := 0
+	for _, a := range e.allAuthoritiesLocked() {
+		for _, byName := range a.resources {
+			count += len(byName)
+		}
+	}
+	snaps := make([]dump.Entry, 0, count)
+	for _, a := range e.allAuthoritiesLocked() {
+		for _, byName := range a.resources {
+			for _, en := range byName {
+				if !en.orphaned {
+					snaps = append(snaps, snapshotLocked(en))
+				}
+			}
+		}
+	}
+	e.mu.Unlock()
+	return dump.ClientConfig(e.node, e.cfg.Target, snaps)
+}
+
+func snapshotLocked(en *entry) dump.Entry {
+	s := dump.Entry{TypeURL: en.typ.TypeURL, Name: en.name, Status: en.state.ClientStatus(), Cached: en.value != nil,
+		Version: en.version, Raw: en.raw, Updated: en.updated}
+	if f := en.fail; f != nil && f.err != nil {
+		s.Err, s.FailedVersion, s.FailedAt = f.err, f.failedVersion, f.failedAt
+	}
+	return s
+}
+
+// Metric and label names of gRFC A78, with A88's cache states.
+const (
+	MetricResourceUpdatesValid   = metrics.ResourceUpdatesValid
+	MetricResourceUpdatesInvalid = metrics.ResourceUpdatesInvalid
+	MetricServerFailure          = metrics.ServerFailure
+	MetricConnected              = metrics.Connected
+	MetricResources              = metrics.Resources
+
+	// Metrics of this engine's own, beyond A78: failures that gRPC's
+	// client leaves to its logs.
+	MetricResponsesTooLarge   = metrics.ResponsesTooLarge
+	MetricResponsesUnreadable = metrics.ResponsesUnreadable
+	MetricSlowWatchers        = metrics.SlowWatchers
+
+	LabelTarget       = metrics.LabelTarget
+	LabelServer       = metrics.LabelServer
+	LabelAuthority    = metrics.LabelAuthority
+	LabelResourceType = metrics.LabelResourceType
+	LabelCacheState   = metrics.LabelCacheState
+)
+
+// gauges reads the gauges' values: which servers are connected, and the
+// watched resources by authority, type and cache state.
+func (e *Engine) gauges() (metrics.Gauges, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed.Load() {
+		return metrics.Gauges{}, false
+	}
+	g := metrics.Gauges{Connected: map[string]bool{}, Resources: map[metrics.ResourceKey]int64{}}
+	for _, c := range e.channels {
+		g.Connected[c.server.URI] = g.Connected[c.server.URI] || c.connected
+	}
+	for _, a := range e.allAuthoritiesLocked() {
+		for _, byName := range a.resources {
+			for _, en := range byName {
+				if !en.orphaned {
+					g.Resources[metrics.ResourceKey{Authority: a.displayName(), Type: metrics.TypeLabel(en.typ.TypeURL),
+						State: en.state.MetricLabel(en.value != nil)}]++
+				}
+			}
+		}
+	}
+	return g, true
 }

@@ -18,17 +18,14 @@ type watch struct {
 	canceled atomic.Bool
 }
 
-// watchedEntry is a watch with the entry it makes if its resource is not
-// watched yet: one allocation rather than two, since most entries are
-// made by a watch. A later watcher of the entry leaves its own unused.
+// watchedEntry is a watch and the entry it makes if none exists: one
+// allocation, not two, since watches make most entries.
 type watchedEntry struct {
 	first watch
 	entry entry
 }
 
-// op is a Watch or cancel call, queued for whoever holds the engine's
-// lock to apply (Engine.do): a call never waits for a response to be
-// applied, and takes effect between its parts.
+// op is a Watch or cancel call, handed to the engine's lock (Engine.mu).
 type op struct {
 	h      *watch
 	typ    *registry.ResourceType
@@ -39,12 +36,10 @@ type op struct {
 }
 
 // Watch starts watching the resource of type typeURL called name and
-// returns the function that stops it. The watcher's callbacks run on the
-// engine's callback goroutine (see [ResourceWatcher]). An unknown type,
-// an unparsable name or an authority missing from the bootstrap reach the
-// watcher as an error at once, and no stream is opened for them. Watch
-// never waits for a response to be applied. After Close, Watch does
-// nothing.
+// returns the function that stops it (see [ResourceWatcher]). An unknown
+// type, an unparsable name or an authority missing from the bootstrap
+// reach the watcher as an error at once, and open no stream. Watch never
+// waits for a response to be applied. After Close, it does nothing.
 func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) {
 	if w == nil {
 		panic("engine: Watch with a nil watcher")
@@ -69,16 +64,14 @@ func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) 
 	}
 	we := &watchedEntry{first: watch{w: w}}
 	h := &we.first
-	e.do(op{h: h, typ: typ, a: a, key: key, made: &we.entry})
+	e.mu.Do(op{h: h, typ: typ, a: a, key: key, made: &we.entry})
 	return func() {
 		if h.canceled.CompareAndSwap(false, true) {
-			e.do(op{h: h, cancel: true})
+			e.mu.Do(op{h: h, cancel: true})
 		}
 	}
 }
 
-// lookupType returns a registered type that is on under the engine's
-// switches.
 func (e *Engine) lookupType(typeURL string) (*registry.ResourceType, bool) {
 	t := e.types[typeURL]
 	return t, t != nil
@@ -90,8 +83,10 @@ func (e *Engine) failWatch(w ResourceWatcher, err *Error) {
 	e.ser.Schedule(func() { deliverChange(w, u, func() {}) })
 }
 
-// applyOpLocked applies a queued Watch or cancel call.
 func (e *Engine) applyOpLocked(o op) {
+	if e.closed.Load() {
+		return
+	}
 	if o.cancel {
 		e.cancelLocked(o.h)
 	} else if !o.h.canceled.Load() {
@@ -126,32 +121,35 @@ func (e *Engine) watchLocked(h *watch, typ *registry.ResourceType, a *authority,
 	e.deliverCurrentLocked(h)
 }
 
-// subscribeLocked puts a new (or re-watched) entry on the wire on every
-// channel of its authority, creating the primary channel if needed.
+// subscribeLocked puts a new or re-watched entry on the wire on every
+// channel of its authority, connecting the first server if needed.
 func (e *Engine) subscribeLocked(en *entry, isNew bool) {
 	a := en.auth
 	if len(a.channels) == 0 {
-		c := e.channelLocked(a.servers[0])
-		c.auths[a] = struct{}{}
-		a.channels = append(a.channels, c)
-		e.shapeGen++
-		e.activeGen++
+		e.addChannelLocked(a)
 	}
 	for _, c := range a.channels {
 		c.nameChangedLocked(en.typ.TypeURL, en.name)
 	}
-	// A71: watching a new, uncached resource while the active server is
-	// failing is itself a reason to try the next server.
-	if isNew {
-		if act := a.active(); act.status != nil {
-			e.maybeFallbackLocked(a)
-		}
+	// A71: a new resource while the active server fails is a reason to
+	// try the next server.
+	if isNew && a.active().status != nil {
+		e.maybeFallbackLocked(a)
 	}
 }
 
-// deliverCurrentLocked tells a new watcher what the others already know:
-// the cached resource, then the ambient error (A88), or the error that
-// explains why there is no resource.
+// addChannelLocked connects the authority's next server, now its active.
+func (e *Engine) addChannelLocked(a *authority) *channel {
+	c := e.channelLocked(a.servers[len(a.channels)])
+	c.auths[a] = struct{}{}
+	a.channels = append(a.channels, c)
+	e.shapeGen++
+	e.activeGen++
+	return c
+}
+
+// deliverCurrentLocked tells a new watcher what the others know: the
+// cached resource, then the ambient error (A88), or why there is none.
 func (e *Engine) deliverCurrentLocked(h *watch) {
 	en := h.entry
 	if en.value != nil {
@@ -171,10 +169,9 @@ func (e *Engine) deliverCurrentLocked(h *watch) {
 }
 
 // cancelLocked removes a watch. An entry left without watchers stays,
-// orphaned, until a request without it is written, so that a cancel
-// followed by a new watch before then keeps the cached resource (the
-// server would not send it again); one that no stream was handed is
-// removed at once.
+// orphaned, until a request without it is written: a new watch before then
+// keeps the resource, which the server would not send again. One no
+// stream was handed goes at once.
 func (e *Engine) cancelLocked(h *watch) {
 	en := h.entry
 	if en == nil {
@@ -189,7 +186,7 @@ func (e *Engine) cancelLocked(h *watch) {
 	en.orphaned = true
 	written := false
 	for _, c := range en.auth.channels {
-		if sn := c.subscribed[en.typ.TypeURL]; c.stream != nil && sn != nil && sn.handed {
+		if sn := c.subscribed[en.typ.TypeURL]; c.stream != nil && sn != nil && sn.Handed() {
 			written = true
 		}
 		c.nameChangedLocked(en.typ.TypeURL, en.name)
@@ -199,8 +196,8 @@ func (e *Engine) cancelLocked(h *watch) {
 	}
 }
 
-// removeEntryLocked deletes an orphaned entry; an authority left with no
-// entries releases its channels.
+// removeEntryLocked deletes an orphaned entry; an empty authority lets go
+// of its channels.
 func (e *Engine) removeEntryLocked(en *entry) {
 	a := en.auth
 	byName := a.resources[en.typ.TypeURL]
@@ -225,11 +222,9 @@ func (e *Engine) removeEntryLocked(en *entry) {
 	}
 }
 
-// notice is one watcher callback, scheduled under the engine's lock and
-// run on the serializer: a change (resource or err, with its origin), or
-// an ambient error (err, with isAmbient). It is one object holding what
-// the callback needs and its hold on the response's gate, since a large
-// response schedules one per resource.
+// notice is one watcher callback, run on the serializer: a change
+// (resource or err, with its origin) or an ambient error. One object holds
+// all it needs, its gate hold too: a large response makes one per resource.
 type notice struct {
 	h         *watch
 	resource  registry.Resource
@@ -240,7 +235,6 @@ type notice struct {
 	done      func()
 }
 
-// update is the Update the notice delivers.
 func (n *notice) update() Update {
 	u := Update{Resource: n.resource, Err: n.err}
 	if o := n.origin; o != nil {
@@ -252,8 +246,7 @@ func (n *notice) update() Update {
 	return u
 }
 
-// About is what the notice is about, for a report of slow watchers. An
-// entry's type and name never change.
+// About names the notice's resource in a report of slow watchers.
 func (n *notice) About() wire.Pending {
 	return wire.Pending{TypeURL: n.h.entry.typ.TypeURL, Name: n.h.entry.name}
 }
@@ -267,10 +260,9 @@ func (n *notice) Run() {
 	case n.isAmbient:
 		n.h.w.OnAmbientError(n.err, n.done)
 	default:
-		// deliverChange, without building an Update for a watcher that
-		// takes only the resource and the error: an Update built and then
-		// passed is read back wide from the narrow stores that just wrote
-		// it, a stall per notification.
+		// deliverChange, without an Update for a watcher that takes only
+		// the resource and error: an Update built and passed is read back
+		// wide from the narrow stores that just wrote it, a stall each.
 		if uw, ok := n.h.w.(UpdateWatcher); ok {
 			uw.OnUpdate(n.update(), n.done)
 		} else {
@@ -312,16 +304,11 @@ func (e *Engine) notifyAmbientLocked(en *entry, err error, gate *wire.Gate) {
 	}
 }
 
-// maxNoticeChunk bounds how many notices of one response are allocated
-// at once.
 const maxNoticeChunk = 64
 
-// newNoticeLocked returns a zero notice. Those of one response (one gate)
-// come from shared chunks, doubling from 1 to maxNoticeChunk: a response
-// of many changed resources makes a notice for each, and one allocation
-// per chunk costs less than one per notice, while a response that
-// changes one resource allocates one. A chunk lives until its last
-// notice has run.
+// newNoticeLocked returns a zero notice. Those of one response (gate) come
+// from chunks doubling from 1 to maxNoticeChunk: one allocation per chunk,
+// one for a one-resource response. A chunk lives until its last notice ran.
 func (e *Engine) newNoticeLocked(gate *wire.Gate) *notice {
 	if gate == nil {
 		return new(notice)

@@ -6,25 +6,25 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/registry"
 )
 
 // ResourceWatcher receives the updates of one watched resource (gRFC A88).
 //
-// The engine calls a watcher's methods one at a time, on one goroutine
-// per engine, never with a lock held, so a callback may call Watch and
-// cancel functions. Each call passes done, which the watcher must call
-// exactly once, possibly after returning: the engine does not read the
-// next response from that server until every watcher notified of the
-// previous one has called done (flow control).
+// The engine calls watchers one at a time, on one goroutine per engine,
+// with no lock held, so a callback may call Watch and cancel functions.
+// Each call passes done, to be called exactly once, possibly after
+// returning: the server's next response is read once every watcher
+// notified of the last has called done (flow control).
 type ResourceWatcher interface {
 	// OnResourceChanged delivers a new resource or an error. Exactly one
 	// of r and err is non-nil. An error after a valid resource means:
 	// stop using the resource.
 	OnResourceChanged(r registry.Resource, err error, done func())
-	// OnAmbientError reports an error that does not invalidate the last
-	// resource, which the watcher keeps using: the server is unreachable,
-	// an update was NACKed, and so on. A nil err clears the condition.
+	// OnAmbientError reports an error that leaves the last resource in
+	// use: the server is unreachable, an update was NACKed, and so on. A
+	// nil err clears the condition.
 	OnAmbientError(err error, done func())
 }
 
@@ -37,32 +37,23 @@ type WatcherFuncs struct {
 
 // OnResourceChanged calls ResourceChanged.
 func (w WatcherFuncs) OnResourceChanged(r registry.Resource, err error, done func()) {
-	if w.ResourceChanged == nil {
-		done()
-		return
-	}
-	w.ResourceChanged(r, err, done)
+	TypedWatcherFuncs[registry.Resource](w).OnResourceChanged(r, err, done)
 }
 
 // OnAmbientError calls AmbientError.
 func (w WatcherFuncs) OnAmbientError(err error, done func()) {
-	if w.AmbientError == nil {
-		done()
-		return
-	}
-	w.AmbientError(err, done)
+	TypedWatcherFuncs[registry.Resource](w).OnAmbientError(err, done)
 }
 
 // Source is anything resources can be watched from: an *Engine, a *Mux,
 // a *Pool's engine or a user's own composition.
 type Source interface {
-	// Watch starts watching a resource. The returned cancel stops it; it
-	// is idempotent and may be called from inside a callback. No callback
-	// of w starts after cancel returns.
+	// Watch starts watching a resource. cancel stops it; it is idempotent
+	// and may be called from a callback. No callback of w starts after
+	// cancel returns.
 	Watch(typeURL, name string, w ResourceWatcher) (cancel func())
-	// Registry returns the resource types the source serves, so that a
-	// consumer such as the dependency-graph watch can follow their
-	// dependencies.
+	// Registry returns the resource types the source serves, whose
+	// dependencies a consumer such as the dependency-graph watch follows.
 	Registry() *registry.Registry
 }
 
@@ -135,8 +126,7 @@ func (t typedWatcher[T]) OnAmbientError(err error, done func()) { t.w.OnAmbientE
 // front engines on different management servers. Route returning nil
 // fails the watch with a KindUnroutable error.
 type Mux struct {
-	// Types are the resource types the sources behind the Mux serve
-	// together, as Registry returns them.
+	// Types are the resource types the sources serve together (Registry).
 	Types *registry.Registry
 	Route func(typeURL, name string) Source
 }
@@ -167,3 +157,118 @@ var (
 	_ Source          = (*Engine)(nil)
 	_ ResourceWatcher = WatcherFuncs{}
 )
+
+// Update is one delivery to a watcher, with where it came from.
+type Update struct {
+	// Resource and Err are what OnResourceChanged receives: exactly one
+	// is non-nil.
+	Resource registry.Resource
+	Err      error
+	// Version is the version_info of the response that carried Resource
+	// or caused Err ("" when none did: a does-not-exist timer, a lost
+	// server).
+	Version string
+	// Server is the bootstrap entry (of those sharing a URI, the one
+	// used) of the server that sent Resource or caused Err, zero when none
+	// did: the server a "self" config source in the resource means, such
+	// as a Cluster's lrs_server (package lrs).
+	Server bootstrap.ServerConfig
+	// Received is when the engine received Resource, or learned of Err,
+	// on Config.Clock.
+	Received time.Time
+}
+
+// UpdateWatcher is an optional interface of a [ResourceWatcher]: the
+// engine calls OnUpdate, with the update's version, server and time, in
+// place of OnResourceChanged. Ambient errors still go to OnAmbientError.
+type UpdateWatcher interface {
+	ResourceWatcher
+	OnUpdate(u Update, done func())
+}
+
+// TypedUpdate is an [Update] whose resource is of Go type T.
+type TypedUpdate[T any] struct {
+	Resource T
+	Err      error
+	Version  string
+	Server   bootstrap.ServerConfig
+	Received time.Time
+}
+
+// TypedUpdateWatcher is the optional interface of a [TypedWatcher] that
+// wants each update's version, server and time: [Watch] calls OnUpdate in
+// place of OnResourceChanged.
+type TypedUpdateWatcher[T any] interface {
+	TypedWatcher[T]
+	OnUpdate(u TypedUpdate[T], done func())
+}
+
+// deliverChange calls the watcher's OnUpdate if it has one, else
+// OnResourceChanged.
+func deliverChange(w ResourceWatcher, u Update, done func()) {
+	if uw, ok := w.(UpdateWatcher); ok {
+		uw.OnUpdate(u, done)
+		return
+	}
+	w.OnResourceChanged(u.Resource, u.Err, done)
+}
+
+// origin is an Update's version, server and time. The notifications of
+// one response share one, rather than each holding two more strings and
+// a time.
+type origin struct {
+	version  string
+	server   *bootstrap.ServerConfig // nil when no server
+	received time.Time
+}
+
+// originLocked returns the origin of en's cached resource, or of err.
+func (e *Engine) originLocked(en *entry, err error) *origin {
+	if err == nil {
+		var server *bootstrap.ServerConfig
+		if en.source != nil {
+			server = &en.source.server
+		}
+		return e.sharedOriginLocked(origin{version: en.version, server: server, received: en.updated})
+	}
+	var o origin
+	if xe, ok := err.(*Error); ok {
+		o.server = xe.server
+		if f := en.fail; f != nil && xe == f.err {
+			o.version, o.received = f.failedVersion, f.failedAt
+		}
+	}
+	if o.received.IsZero() {
+		o.received = e.clock.Now()
+	}
+	return e.sharedOriginLocked(o)
+}
+
+// sharedOriginLocked returns the last origin if equal to o, else a new
+// one, which becomes the last.
+func (e *Engine) sharedOriginLocked(o origin) *origin {
+	if last := e.lastOrigin; last != nil && *last == o {
+		return last
+	}
+	made := o // allocated here only: o itself does not escape
+	e.lastOrigin = &made
+	return &made
+}
+
+// OnUpdate converts the update to T for the TypedWatcher.
+func (t typedWatcher[T]) OnUpdate(u Update, done func()) {
+	tu := TypedUpdate[T]{Err: u.Err, Version: u.Version, Server: u.Server, Received: u.Received}
+	if u.Err == nil {
+		if v, ok := u.Resource.(T); ok {
+			tu.Resource = v
+		} else {
+			tu.Err = &Error{Kind: KindUnknownType, Code: codes.FailedPrecondition, TypeURL: t.typeURL, Name: t.name,
+				Err: fmt.Errorf("decoded resource is %T, watcher wants %T", u.Resource, tu.Resource)}
+		}
+	}
+	if uw, ok := t.w.(TypedUpdateWatcher[T]); ok {
+		uw.OnUpdate(tu, done)
+		return
+	}
+	t.w.OnResourceChanged(tu.Resource, tu.Err, done)
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,12 +15,11 @@ import (
 	"github.com/xdsengine/xdsengine/transport"
 )
 
-// stream is the core both protocol variants share: it opens the stream,
-// writes each dirty type's request when the writer is free, reads and
-// decodes responses, hands their parts to the host and answers them once
-// applied. What differs between State of the World and incremental xDS
-// (reading a response, building a request, what is answered) is the
-// variant's.
+// stream is the core both protocol variants share: it writes each dirty
+// type's request when the writer is free, reads and decodes responses,
+// hands their parts to the host and answers them once applied. What
+// differs (reading a response, building a request, what is answered) is
+// the variant's.
 type stream struct {
 	cfg     Config
 	host    Host
@@ -30,17 +28,17 @@ type stream struct {
 	cancel  context.CancelFunc
 	stopped atomic.Bool
 
-	// dirty are the types whose request the writer is to build, and wake
-	// tells it. Guarded by dirtyMu alone, so that Changed, which the host
-	// calls under its own lock, never waits for the stream's state.
+	// dirty are the types whose request the writer is to build; wake tells
+	// it. dirtyMu guards them alone, so that Changed, called under the
+	// host's lock, never waits for the stream's state.
 	dirtyMu sync.Mutex
 	dirty   map[string]bool
 	wake    chan struct{}
 
 	// mu guards the types' state and the timers. It is held while the
-	// stream asks the host for a subscription or reports a timeout, so
-	// that the names a request writes and the answers that settle them
-	// are recorded in one order; the host never takes it.
+	// host is asked for a subscription or told of a timeout, so that names
+	// written and answers settling them are recorded in one order; the
+	// host never takes it.
 	mu       sync.Mutex
 	sentNode bool
 	types    map[string]*typeState
@@ -63,9 +61,8 @@ type typeState struct {
 	// answers are the incremental responses applied and not answered
 	// yet, oldest first: each is answered by a request of its own.
 	answers []answer
-	// subs are the names of the last request written, with their
-	// does-not-exist timers; unsettled counts those whose timer may
-	// still run.
+	// subs are the last request's names with their does-not-exist timers;
+	// unsettled counts those whose timer may still run.
 	subs      map[string]*subscription
 	unsettled int
 	// last is the names of the last request written; lastVer and lastNon
@@ -82,9 +79,8 @@ type typeState struct {
 	fresh   []freshSub
 	timeout time.Duration
 	// spare are subscriptions allocated together, handed out one by one
-	// (subscribe): a burst of 1,000 watches makes a few allocations for
-	// its subscriptions, not 1,000. A batch lives while one of its
-	// subscriptions does.
+	// (subscribe): a burst of 1,000 watches makes a few allocations, not
+	// 1,000. A batch lives while one of its subscriptions does.
 	spare []subscription
 	// forget are names unsubscribed since the last response, which the
 	// receiving goroutine drops from the decode memo.
@@ -98,8 +94,7 @@ type answer struct {
 	nack  *rpcstatus.Status
 }
 
-// variant is what differs between State of the World and incremental
-// xDS.
+// variant is what differs between State of the World and incremental xDS.
 type variant interface {
 	// read parses a response and starts decoding it.
 	read(s *stream, b []byte) (*decoding, error)
@@ -116,11 +111,10 @@ func NewSotW(cfg Config) Stream { return start(cfg, sotw{}) }
 
 // NewDelta starts an incremental (delta) ADS stream. It differs from
 // [NewSotW] on the wire only: subscriptions go as changes, each resource
-// carries its own version, the first request of a type says which
-// versions are cached (initial_resource_versions), a deletion is
-// explicit (removed_resources) for every type, and every response is
-// answered on its own. Timers, flow control, NACK rules and the host's
-// view are the same.
+// has its own version, a type's first request lists the cached versions
+// (initial_resource_versions), deletions are explicit (removed_resources)
+// for every type, and each response is answered on its own. Timers, flow
+// control, NACK rules and the host's view are the same.
 func NewDelta(cfg Config) Stream { return start(cfg, delta{}) }
 
 func start(cfg Config, v variant) *stream {
@@ -137,9 +131,7 @@ func (s *stream) Changed(typeURL string) {
 	s.dirtyMu.Lock()
 	defer s.dirtyMu.Unlock()
 	if s.dirty[typeURL] {
-		// Marked already: the writer has yet to take it. A burst of
-		// watches of one type marks it once.
-		return
+		return // the writer has yet to take it: a burst marks it once
 	}
 	s.dirty[typeURL] = true
 	select {
@@ -201,119 +193,6 @@ func (s *stream) run() {
 	s.recvLoop()
 }
 
-// sendLoop writes the dirty types' requests. Batching follows from it:
-// each request carries everything pending when it is built, and what
-// changes while it is built and written waits for the next one. A single
-// watch on an idle stream is written at once; a burst of watches leaves
-// in requests that grow with it, as many as the burst outlasts the
-// writes, and the stream's own flow control (gRPC's write quota, the
-// peer's window) holds the writer back when the server reads slowly. No
-// clock is involved.
-func (s *stream) sendLoop() {
-	defer s.cfg.Goroutines.Done()
-	for {
-		select {
-		case <-s.wake:
-		case <-s.ctx.Done():
-			return
-		}
-		for typeURL, ok := s.takeDirty(); ok; typeURL, ok = s.takeDirty() {
-			msg := s.build(typeURL)
-			if s.stopped.Load() {
-				return
-			}
-			if msg == nil {
-				continue
-			}
-			head, names, err := s.marshalRequest(msg)
-			if err != nil {
-				s.cfg.Log.Error("xDS request marshal", "error", err)
-				continue
-			}
-			if err := s.send(head, names); err != nil {
-				// Recv reports the stream's status; nothing to add here.
-				return
-			}
-			s.cfg.Log.Debug("xDS request sent", "server", s.cfg.Server.URI, "request", requestSummary{msg})
-			s.mu.Lock()
-			s.startTimersLocked(typeURL, s.typeLocked(typeURL))
-			s.mu.Unlock()
-		}
-	}
-}
-
-// takeDirty takes the first dirty type, in type URL order.
-func (s *stream) takeDirty() (string, bool) {
-	s.dirtyMu.Lock()
-	defer s.dirtyMu.Unlock()
-	if len(s.dirty) == 0 {
-		return "", false
-	}
-	first := ""
-	for t := range s.dirty {
-		if first == "" || t < first {
-			first = t
-		}
-	}
-	delete(s.dirty, first)
-	return first, true
-}
-
-// build asks the host for the type's subscription and builds the request
-// the variant makes of it, or returns nil.
-func (s *stream) build(typeURL string) proto.Message {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.typeLocked(typeURL)
-	if st.applying {
-		// Its last part marks it dirty again.
-		return nil
-	}
-	sub := s.host.Subscription(typeURL)
-	if s.stopped.Load() {
-		// Unsubscribing what nobody watches any more released the server.
-		return nil
-	}
-	msg := s.v.request(s, st, typeURL, sub)
-	if msg != nil && !s.sentNode {
-		setNode(msg, s.cfg.Node)
-		s.sentNode = true
-	}
-	return msg
-}
-
-// trackLocked records a subscription as written: new names get a
-// subscription whose timer starts once the request is written, and
-// removed names lose theirs. Recording before the write matters: a
-// response may be processed before the writer learns its write is done.
-func (s *stream) trackLocked(st *typeState, sub Subscription) {
-	for _, name := range sub.Removed {
-		st.unsubscribe(name)
-		st.forget = append(st.forget, name)
-	}
-	st.fresh = st.fresh[:0]
-	st.timeout = sub.Timeout
-	if n := len(sub.Added); n > len(st.spare) {
-		st.spare = make([]subscription, n)
-		// A burst of watches adds most of its names at once: the map is
-		// sized for them, rather than grown step by step.
-		if want := len(st.subs) + n; want > 2*len(st.subs)+64 {
-			grown := make(map[string]*subscription, want)
-			maps.Copy(grown, st.subs)
-			st.subs = grown
-		}
-	}
-	awaited := sub.Awaited
-	for _, name := range sub.Added {
-		wait := len(awaited) > 0 && awaited[0] == name
-		if wait {
-			awaited = awaited[1:]
-		}
-		st.subscribe(name, wait)
-	}
-	st.last = sub.Names
-}
-
 // recvLoop reads, decodes and applies responses one at a time, each once
 // every watcher of the last has called done (gRFC A88's flow control).
 func (s *stream) recvLoop() {
@@ -340,11 +219,10 @@ func (s *stream) recvLoop() {
 	}
 }
 
-// handle takes one response through decoding and hands it to the host,
-// part by part; it reports false if the stream ended meanwhile. The
-// response's gate is armed once every part is applied: the hold that
-// pauses the does-not-exist timers then lasts while watchers have yet to
-// call done.
+// handle decodes one response and hands it to the host part by part; it
+// reports false if the stream ended meanwhile. The gate is armed once
+// every part is applied: the hold pausing the does-not-exist timers then
+// lasts while watchers have yet to call done.
 func (s *stream) handle(b []byte, gate *Gate) bool {
 	s.sawResponse = true
 	d, err := s.v.read(s, b)
@@ -412,10 +290,9 @@ func (s *stream) settleLocked(st *typeState, part []Resource, d *decoding, last 
 }
 
 // unreadable answers a response whose envelope does not parse. If its
-// type and nonce can still be read and the type is registered, it is
-// NACKed once the host has applied it, and the awaited resources' timers
-// stop, as on any response (they may well have been in it); nothing is
-// dropped or deleted, since what it held is unknown.
+// type (registered) and nonce can be read, it is NACKed once applied, and
+// the awaited resources' timers stop as on any response (they may have
+// been in it); nothing is dropped or deleted: what it held is unknown.
 func (s *stream) unreadable(b []byte, perr error, gate *Gate) {
 	typeURL, nonce, ok := peekTypeAndNonce(b)
 	resp := &Response{TypeURL: typeURL, Unreadable: perr, Received: s.cfg.Clock.Now(), Gate: gate}
@@ -444,10 +321,4 @@ func (s *stream) unreadable(b []byte, perr error, gate *Gate) {
 	s.v.answered(st, nonce, nack)
 	s.mu.Unlock()
 	s.Changed(typeURL)
-}
-
-// sameSlice reports whether a and b are the same slice (the same array,
-// the same length), which makes a comparison of their elements needless.
-func sameSlice[T any](a, b []T) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

@@ -1,0 +1,115 @@
+// Package namelist keeps the sorted list of one type's names that a
+// channel hands its streams, and what changed since: a watch added to
+// 10,000 names costs a merge of one name, not a rebuild, and an ACK no
+// walk of the cache and no sort.
+package namelist
+
+import (
+	"slices"
+
+	"github.com/xdsengine/xdsengine/engine/internal/wire"
+)
+
+// touchedSlack bounds the touched keys beyond the list's length: merging
+// more costs about a rebuild, and watches and cancels repeated while no
+// list is taken (a stream in backoff) must not grow it without end.
+const touchedSlack = 1024
+
+// List is a sorted list of names, the keys that may have joined or left
+// it since, and what the current stream was handed last. The zero List
+// is stale. Its user's lock guards it.
+type List struct {
+	// names is handed to the stream, which keeps it: replaced, never
+	// modified.
+	names []string
+	// touched are the keys touched since, with repeats: an append per
+	// Watch, where a set would hash and grow.
+	touched []string
+	built   bool
+	// given is the list the stream was handed last, if handed; added and
+	// removed are the last merge's changes, while they are changes since
+	// given.
+	given          []string
+	handed         bool
+	added, removed []string
+}
+
+// Touch notes that key may have joined or left the list.
+func (l *List) Touch(key string) {
+	switch {
+	case !l.built:
+	case len(l.touched) >= len(l.names)+touchedSlack:
+		l.touched, l.built = nil, false
+	default:
+		l.touched = append(l.touched, key)
+	}
+}
+
+// MarkStale has the list rebuilt: it may have changed in any way.
+func (l *List) MarkStale() { l.built = false }
+
+// Stale reports whether the list is to be rebuilt rather than merged.
+func (l *List) Stale() bool { return !l.built }
+
+// Rebuild makes names, which it sorts, the list.
+func (l *List) Rebuild(names []string) {
+	wire.SortNames(names)
+	l.names, l.touched, l.built = names, l.touched[:0], true
+}
+
+// Touched returns the keys touched since the last Rebuild or Merge,
+// sorted, without repeats; nil if none.
+func (l *List) Touched() []string {
+	if len(l.touched) == 0 {
+		return nil
+	}
+	wire.SortNames(l.touched)
+	return slices.Compact(l.touched)
+}
+
+// Has reports whether key is listed.
+func (l *List) Has(key string) bool {
+	_, ok := slices.BinarySearch(l.names, key)
+	return ok
+}
+
+// Merge joins added to the list and leaves removed out: the touched keys
+// that joined or left it, sorted.
+func (l *List) Merge(added, removed []string) {
+	clear(l.touched)
+	l.touched = l.touched[:0]
+	old := l.names
+	l.names = wire.MergeNames(old, added, removed)
+	if l.handed && sameSlice(l.given, old) {
+		l.added, l.removed = added, removed
+	}
+}
+
+// Next returns the list to hand the stream and its changes since the
+// stream was last handed it (first: never, and every name is added), and
+// records it as handed.
+func (l *List) Next() (names, added, removed []string, first bool) {
+	names, first = l.names, !l.handed
+	switch {
+	case first:
+		added = names
+	case l.added != nil || l.removed != nil:
+		added, removed = l.added, l.removed
+	case !sameSlice(l.given, names):
+		added, removed = wire.DiffNames(l.given, names)
+	}
+	l.given, l.handed, l.added, l.removed = names, true, nil, nil
+	return names, added, removed, first
+}
+
+// Handed reports whether the current stream was handed the list.
+func (l *List) Handed() bool { return l.handed }
+
+// NewStream forgets what was handed: a new stream gets the whole list.
+func (l *List) NewStream() { l.given, l.handed = nil, false }
+
+// sameSlice reports whether a and b are the same slice (the same array,
+// the same length): a list handed to a stream is replaced, never changed.
+func sameSlice(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}

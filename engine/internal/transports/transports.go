@@ -1,0 +1,108 @@
+// Package transports shares one transport per xDS server entry among its
+// users: the engine's channel to the server and the clients of other
+// services on it (load reporting to "self" rides the ADS connection), as
+// gRPC keeps one connection per server entry.
+package transports
+
+import (
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/transport"
+)
+
+// Key identifies a server entry for sharing: two authorities that list
+// equal servers share one ADS stream and one transport.
+func Key(s bootstrap.ServerConfig) string {
+	var b strings.Builder
+	b.WriteString(s.URI)
+	for _, c := range s.ChannelCreds {
+		b.WriteString("\x00c:" + c.Type + ":")
+		b.Write(c.Config)
+	}
+	for _, c := range s.CallCreds {
+		b.WriteString("\x00k:" + c.Type + ":")
+		b.Write(c.Config)
+	}
+	if s.Delta {
+		b.WriteString("\x00delta")
+	}
+	for _, f := range s.ServerFeatures {
+		b.WriteString("\x00f:" + f)
+	}
+	return b.String()
+}
+
+// Set is the shared transports, by Key. Its user's lock guards it.
+type Set struct {
+	builder transport.Builder
+	opts    transport.Options
+	log     *slog.Logger
+	closing *sync.WaitGroup
+	shared  map[string]*shared
+}
+
+type shared struct {
+	t    transport.Transport
+	err  error // why it could not be built
+	refs int
+}
+
+// New returns an empty set whose transports b builds with opts. closing
+// counts the transports being closed in the background.
+func New(b transport.Builder, opts transport.Options, log *slog.Logger, closing *sync.WaitGroup) *Set {
+	return &Set{builder: b, opts: opts, log: log, closing: closing, shared: make(map[string]*shared)}
+}
+
+// Acquire returns the transport to s (whose Key is key), built on first
+// use, or why it could not be built. Each Acquire, failed or not, is
+// matched by a Release.
+func (ts *Set) Acquire(key string, s bootstrap.ServerConfig) (transport.Transport, error) {
+	st := ts.shared[key]
+	if st == nil {
+		st = &shared{}
+		st.t, st.err = ts.builder.Build(s, ts.opts)
+		if st.err != nil {
+			ts.log.Error("xDS transport", "server", s.URI, "error", st.err)
+		}
+		ts.shared[key] = st
+	}
+	st.refs++
+	return st.t, st.err
+}
+
+// Release gives a transport back. Its last user closes it, in the
+// background: closing a gRPC connection can take a moment, and not under
+// the user's lock.
+func (ts *Set) Release(key string) {
+	st := ts.shared[key]
+	if st == nil {
+		return // taken by Drain
+	}
+	if st.refs--; st.refs > 0 {
+		return
+	}
+	delete(ts.shared, key)
+	if st.t != nil {
+		ts.closing.Add(1)
+		go func() {
+			defer ts.closing.Done()
+			st.t.Close()
+		}()
+	}
+}
+
+// Drain empties the set and returns its transports, those still lent
+// too, for the caller to close; later Releases do nothing.
+func (ts *Set) Drain() []transport.Transport {
+	var out []transport.Transport
+	for key, st := range ts.shared {
+		if st.t != nil {
+			out = append(out, st.t)
+		}
+		delete(ts.shared, key)
+	}
+	return out
+}

@@ -1,0 +1,120 @@
+package transports
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/transport"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// counted is a transport that counts its Close calls; the set under test
+// never opens a stream.
+type counted struct{ closes atomic.Int32 }
+
+func (*counted) NewStream(context.Context, string) (transport.Stream, error) {
+	return nil, errors.New("not used")
+}
+func (c *counted) Close() error { c.closes.Add(1); return nil }
+
+// builder builds a counted transport per call, or fails for "bad" URIs.
+type builder struct {
+	calls int
+	built []*counted
+}
+
+func (b *builder) Build(s bootstrap.ServerConfig, _ transport.Options) (transport.Transport, error) {
+	b.calls++
+	if s.URI == "bad" {
+		return nil, errors.New("cannot build")
+	}
+	t := &counted{}
+	b.built = append(b.built, t)
+	return t, nil
+}
+
+func TestKey(t *testing.T) {
+	base := bootstrap.ServerConfig{URI: "xds.example.com:443", ChannelCreds: []bootstrap.ChannelCreds{{Type: "insecure"}}}
+	for _, tc := range []struct {
+		name  string
+		other func(s bootstrap.ServerConfig) bootstrap.ServerConfig
+		same  bool
+	}{
+		{"equal entry", func(s bootstrap.ServerConfig) bootstrap.ServerConfig { return s }, true},
+		{"other URI", func(s bootstrap.ServerConfig) bootstrap.ServerConfig { s.URI += "x"; return s }, false},
+		{"other channel creds", func(s bootstrap.ServerConfig) bootstrap.ServerConfig {
+			s.ChannelCreds = []bootstrap.ChannelCreds{{Type: "tls", Config: []byte(`{}`)}}
+			return s
+		}, false},
+		{"call creds", func(s bootstrap.ServerConfig) bootstrap.ServerConfig {
+			s.CallCreds = []bootstrap.CallCreds{{Type: "jwt_token_file"}}
+			return s
+		}, false},
+		{"delta", func(s bootstrap.ServerConfig) bootstrap.ServerConfig { s.Delta = true; return s }, false},
+		{"a feature", func(s bootstrap.ServerConfig) bootstrap.ServerConfig {
+			s.ServerFeatures = []string{"ignore_resource_deletion"}
+			return s
+		}, false},
+	} {
+		if got := Key(base) == Key(tc.other(base)); got != tc.same {
+			t.Errorf("%s: same key = %v, want %v", tc.name, got, tc.same)
+		}
+	}
+}
+
+// TestSharing: users of one key share one transport, which its last
+// Release closes; a failed build is reported to each user and shared
+// too; Drain hands over what is still lent, and later Releases do
+// nothing.
+func TestSharing(t *testing.T) {
+	var closing sync.WaitGroup
+	b := &builder{}
+	ts := New(b, transport.Options{}, slog.New(slog.DiscardHandler), &closing)
+	s := bootstrap.ServerConfig{URI: "a"}
+	t1, err1 := ts.Acquire(Key(s), s)
+	t2, err2 := ts.Acquire(Key(s), s)
+	if err1 != nil || err2 != nil || t1 != t2 || len(b.built) != 1 {
+		t.Fatalf("two Acquires: %v, %v, %d built; want one transport shared", err1, err2, len(b.built))
+	}
+	ts.Release(Key(s))
+	closing.Wait()
+	if n := b.built[0].closes.Load(); n != 0 {
+		t.Fatalf("closed %d times with a user left", n)
+	}
+	ts.Release(Key(s))
+	closing.Wait()
+	if n := b.built[0].closes.Load(); n != 1 {
+		t.Fatalf("closed %d times after the last Release, want 1", n)
+	}
+
+	bad := bootstrap.ServerConfig{URI: "bad"}
+	for range 2 {
+		if tr, err := ts.Acquire(Key(bad), bad); tr != nil || err == nil {
+			t.Fatalf("Acquire of an unbuildable server = %v, %v; want the build error", tr, err)
+		}
+	}
+	if b.calls != 2 {
+		t.Fatalf("%d builds for two servers, want 2", b.calls)
+	}
+	ts.Release(Key(bad))
+	ts.Release(Key(bad))
+
+	lent, _ := ts.Acquire(Key(s), s)
+	drained := ts.Drain()
+	if len(drained) != 1 || drained[0] != lent {
+		t.Fatalf("Drain = %v, want the lent transport", drained)
+	}
+	ts.Release(Key(s))
+	closing.Wait()
+	if n := lent.(*counted).closes.Load(); n != 0 {
+		t.Fatalf("a Release after Drain closed the transport %d times", n)
+	}
+}

@@ -3,6 +3,7 @@ package relay_test
 import (
 	"bytes"
 	"strings"
+	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -11,6 +12,7 @@ import (
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/relay"
+	"github.com/xdsengine/xdsengine/relay/relaytest"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/xdstest"
@@ -74,5 +76,55 @@ func TestDefaultEncoder(t *testing.T) {
 	}
 	if _, err := enc.Encode(cds.TypeURL, struct{}{}); err == nil || !strings.Contains(err.Error(), "has no Raw or Proto method") {
 		t.Errorf("Encode of a struct{}: %v, want an error saying it has no Raw or Proto method", err)
+	}
+}
+
+// recordingStore is an engine.Store that remembers being closed.
+type recordingStore struct {
+	mu     sync.Mutex
+	closed bool
+}
+
+func (s *recordingStore) Load([]byte) (engine.Loaded, error)       { return engine.Loaded{}, nil }
+func (s *recordingStore) Apply([]byte, []engine.StoreChange) error { return nil }
+func (s *recordingStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}
+
+// TestStorePerKey: each key's engine gets a store of its own, which the
+// relay closes after the engine.
+func TestStorePerKey(t *testing.T) {
+	up := newUpstream(t, "upstream")
+	up.Set(meshResources("eds-1")...)
+	var mu sync.Mutex
+	stores := map[string]*recordingStore{}
+	r := newRelay(t, up, relaytest.Options{}, func(c *relay.Config) {
+		c.Store = func(key string) (engine.Store, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if stores[key] != nil {
+				t.Errorf("a second store for key %q", key)
+			}
+			stores[key] = &recordingStore{}
+			return stores[key], nil
+		}
+	})
+	for _, key := range []string{"blue", "green"} {
+		watch(t, client(t, r, relaytest.BootstrapOptions{NodeID: key, Cluster: key}), cds.TypeURL, "cluster-1").
+			waitFor(t, "the cluster", edsName("eds-1"))
+	}
+	r.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(stores) != 2 {
+		t.Fatalf("stores made for keys %v, want blue and green", stores)
+	}
+	for key, s := range stores {
+		if !s.closed {
+			t.Errorf("the store of key %q was not closed with the relay", key)
+		}
 	}
 }

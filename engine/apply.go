@@ -46,7 +46,10 @@ func (c *channel) applyLocked(p wire.Part) {
 		if n := len(c.nextOrder); n < len(last) && last[n] != nil && !last[n].removed && last[n].name == res.Key {
 			en = last[n]
 		} else {
-			_, en = keys.entry(res.Key)
+			var a *authority
+			if a, en = keys.entry(res.Key); en == nil && a != nil && res.Err == nil {
+				en = c.e.wildcardEntryLocked(a, r.Type, res.Key)
+			}
 		}
 		c.nextOrder = append(c.nextOrder, en)
 		c.applyResourceLocked(r, res, en)
@@ -76,6 +79,7 @@ func (c *channel) applyResourceLocked(r *wire.Response, res *wire.Resource, en *
 	}
 	if c.holdsLocked(en, res.Raw) {
 		en.version, en.updated = version, r.Received
+		e.keepLocked(en)
 		return
 	}
 	e.onValidLocked(en, res.Value, res.Raw, version, r.Received, c, r.Gate)

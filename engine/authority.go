@@ -31,6 +31,21 @@ type authority struct {
 	// them (entry.coveredBy), latest first: those a response did not name
 	// are at the back, its deletions found without a walk of the others.
 	marked map[string]*markOrder
+	// wildcards are the WatchAll calls by type (old-style names only).
+	wildcards map[string][]*wildcard
+	answered  bool // a server of it has: Config.Store is not served
+}
+
+// entriesLocked returns the authority's entries of a type, made empty on
+// first use.
+func (a *authority) entriesLocked(typeURL string) map[string]*entry {
+	byName := a.resources[typeURL]
+	if byName == nil {
+		byName = make(map[string]*entry)
+		a.resources[typeURL] = byName
+		a.marked[typeURL] = &markOrder{}
+	}
+	return byName
 }
 
 // markOrder lists an authority's entries of one type, linked through
@@ -90,7 +105,7 @@ func (e *Engine) newAuthority(name string, servers []bootstrap.ServerConfig, rea
 		servers = servers[:1]
 	}
 	return &authority{name: name, servers: servers, reachabilityOnly: reachabilityOnly && !e.switches.DisableEndpointFallback,
-		resources: make(map[string]map[string]*entry), marked: make(map[string]*markOrder)}
+		resources: make(map[string]map[string]*entry), marked: make(map[string]*markOrder), wildcards: make(map[string][]*wildcard)}
 }
 
 // resolveName finds a resource name's authority and cache key: the name,
@@ -234,6 +249,11 @@ func (e *Engine) maybeFallbackLocked(a *authority) bool {
 	}
 	st := FallbackState{Authority: a.name, Server: a.active().server.URI, Next: a.servers[len(a.channels)].URI,
 		ReachabilityOnly: a.reachabilityOnly}
+	for typeURL, wws := range a.wildcards {
+		if len(wws) > 0 && len(a.resources[typeURL]) == 0 {
+			st.Uncached++ // a wildcard that got nothing yet
+		}
+	}
 	for _, byName := range a.resources {
 		for _, en := range byName {
 			switch {
@@ -252,7 +272,7 @@ func (e *Engine) maybeFallbackLocked(a *authority) bool {
 		from := a.active()
 		c := e.addChannelLocked(a)
 		e.log.Warn("xDS fallback", "authority", a.displayName(), "from", from.server.URI, "to", c.server.URI)
-		for typeURL := range a.resources {
+		for _, typeURL := range c.subscribedTypesLocked() {
 			c.typeChangedLocked(typeURL)
 		}
 		if c.buildErr != nil && c.status == nil {

@@ -111,13 +111,25 @@ type entry struct {
 }
 
 // entryFailure is why an entry is not ACKED (err, with the failed
-// update's version and time), and the last ambient error its watchers
-// were given, which a new watcher sees after the cached resource.
+// update's version and time), the last ambient error its watchers were
+// given, which a new watcher sees after the cached resource, and whether
+// its resource came from Config.Store and not yet from a server.
 type entryFailure struct {
 	err           *Error
 	failedVersion string
 	failedAt      time.Time
 	ambient       error
+	stored        *storedValue
+	servedSince   time.Time
+}
+
+// storedOrigin returns where en's resource came from if Config.Store
+// served it, else nil.
+func (en *entry) storedOrigin() *storedValue {
+	if en.value == nil || en.source != nil || en.fail == nil {
+		return nil
+	}
+	return en.fail.stored
 }
 
 // lastError is why the entry is not ACKED.
@@ -170,6 +182,7 @@ func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, v
 	en.fail = nil
 	en.source = c
 	en.raw = raw
+	e.keepLocked(en)
 	if identical {
 		if hadAmbient {
 			e.notifyAmbientLocked(en, nil, gate)
@@ -211,6 +224,9 @@ func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason
 				Class: features.DataError, Reason: reason, Code: err.Code,
 				TypeURL: en.typ.TypeURL, Name: en.name, Err: err,
 			}, action)
+		}
+		if action == features.Drop || reason == features.ReasonDeletion {
+			e.forgetLocked(en) // the store keeps what a server stands by
 		}
 		if action == features.Drop {
 			en.value, en.raw, en.source = nil, nil, nil

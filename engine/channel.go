@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -169,7 +170,9 @@ func (c *channel) onServerFailureLocked(cause *Error) {
 			continue
 		}
 		if wasHealthy {
+			c.e.useStoreLocked(a, false)
 			c.e.notifyChannelErrorLocked(a, c)
+			c.e.notifyWildcardsLocked(a, cause)
 		}
 	}
 }
@@ -183,8 +186,15 @@ func (c *channel) receivedLocked() {
 		c.status = nil
 		c.e.log.Info("xDS server reachable again", "server", c.server.URI)
 		c.reconnected = c.delta // what it updates, the update tells
+		for _, a := range c.authsLocked(true) {
+			c.e.notifyWildcardsLocked(a, nil)
+		}
 	}
 	for _, a := range c.authsLocked(false) {
+		if !a.answered && c.e.lastGood != nil {
+			delete(c.e.lastGood.loaded, a)
+		}
+		a.answered = true
 		i := slices.Index(a.channels, c)
 		if i < 0 || i == len(a.channels)-1 {
 			continue
@@ -263,6 +273,10 @@ func (c *channel) shutdownLocked() {
 func (e *Engine) channelErrorFor(c *channel, en *entry) *Error {
 	err := *c.status
 	err.TypeURL, err.Name = en.typ.TypeURL, en.name
+	if sv := en.storedOrigin(); sv != nil {
+		err.Err = fmt.Errorf("using the resource from the last-known-good store (Config.Store), received from %s at %s: %w",
+			sv.server.URI, sv.received.UTC().Format(time.RFC3339), err.Err)
+	}
 	return &err
 }
 

@@ -73,8 +73,11 @@ type Config struct {
 	// Store, when set, keeps what the engine accepts, and serves it when
 	// no server of an authority answers: a process restarted during an
 	// outage starts from its last good configuration (see [Store]).
-	// Nil keeps nothing.
+	// Nil keeps nothing. The engine closes it.
 	Store Store
+	// StoreMaxAge is how old a kept resource may be and still be served.
+	// Zero means [DefaultStoreMaxAge]; negative, no limit.
+	StoreMaxAge time.Duration
 	// IgnoreCertificateProviders stops the check, which gRPC always
 	// makes, that each certificate provider instance a Cluster or
 	// Listener names is in the bootstrap's certificate_providers (gRFC

@@ -80,6 +80,7 @@ type Engine struct {
 	noticeGate  *wire.Gate
 	noticeChunk int
 	lastOrigin  *origin // the last notification's, which the next of its response share
+	lastGood    *lastGood
 }
 
 // New builds an engine. It connects to no server until the first Watch.
@@ -124,6 +125,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.metrics = m
 	e.ser = serial.New()
+	if cfg.Store != nil {
+		e.startStore()
+	}
 	return e, nil
 }
 
@@ -220,6 +224,10 @@ func (e *Engine) Close() error {
 		errs = append(errs, t.Close()) // Join drops nils
 	}
 	e.streamsRun.Wait()
+	if lg := e.lastGood; lg != nil {
+		lg.writer.Close()
+		errs = append(errs, lg.store.Close())
+	}
 	e.ser.Close()
 	e.metrics.Close()
 	return errors.Join(errs...)

@@ -194,8 +194,13 @@ func (c *channel) collectNamesLocked(typeURL string) []string {
 				}
 				continue
 			}
-			names = append(names, name)
+			if en.named() {
+				names = append(names, name)
+			}
 		}
+	}
+	if c.wildcardLocked(typeURL) {
+		names = append(names, wildcardName)
 	}
 	for _, en := range gone {
 		c.e.removeEntryLocked(en)
@@ -208,7 +213,7 @@ func (c *channel) collectNamesLocked(typeURL string) []string {
 func (c *channel) changesLocked(typeURL string, sn *namelist.List, touched []string) (added, removed []string) {
 	var gone []*entry
 	for _, key := range touched {
-		member := false
+		member := key == wildcardName && c.wildcardLocked(typeURL)
 		switch en := c.entryLocked(typeURL, key); {
 		case en == nil:
 		case en.orphaned:
@@ -216,7 +221,7 @@ func (c *channel) changesLocked(typeURL string, sn *namelist.List, touched []str
 				gone = append(gone, en)
 			}
 		default:
-			member = true
+			member = en.named()
 		}
 		listed := sn.Has(key)
 		switch {
@@ -241,11 +246,27 @@ func (c *channel) entryLocked(typeURL, key string) *entry {
 	return nil
 }
 
+// wildcardLocked reports whether an authority of the channel has a
+// wildcard of the type.
+func (c *channel) wildcardLocked(typeURL string) bool {
+	for a := range c.auths {
+		if len(a.wildcards[typeURL]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *channel) subscribedTypesLocked() []string {
 	var types []string
 	for a := range c.auths {
 		for t, byName := range a.resources {
 			if len(byName) > 0 && !slices.Contains(types, t) {
+				types = append(types, t)
+			}
+		}
+		for t := range a.wildcards {
+			if !slices.Contains(types, t) {
 				types = append(types, t)
 			}
 		}

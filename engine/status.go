@@ -51,6 +51,9 @@ type AuthorityStatus struct {
 	Versions map[string]string
 	// Delta says that Active speaks incremental xDS.
 	Delta bool
+	// FromStore counts the watched resources served from the
+	// last-known-good store (Config.Store): no server has answered.
+	FromStore int
 }
 
 // Authorities returns each authority's state: which server it uses now,
@@ -71,6 +74,13 @@ func (e *Engine) Authorities() []AuthorityStatus {
 			s.Versions = maps.Clone(c.versions)
 			if c.status != nil {
 				s.Err = c.status
+			}
+		}
+		for _, byName := range a.resources {
+			for _, en := range byName {
+				if en.storedOrigin() != nil {
+					s.FromStore++
+				}
 			}
 		}
 		out = append(out, s)
@@ -111,6 +121,10 @@ func snapshotLocked(en *entry) dump.Entry {
 		Version: en.version, Raw: en.raw, Updated: en.updated}
 	if f := en.fail; f != nil && f.err != nil {
 		s.Err, s.FailedVersion, s.FailedAt = f.err, f.failedVersion, f.failedAt
+	} else if en.storedOrigin() != nil && f.ambient != nil {
+		// CSDS has no word for it: the error state says where the resource
+		// comes from, and since when.
+		s.Err, s.FailedAt = f.ambient, f.servedSince
 	}
 	return s
 }
@@ -128,6 +142,11 @@ const (
 	MetricResponsesTooLarge   = metrics.ResponsesTooLarge
 	MetricResponsesUnreadable = metrics.ResponsesUnreadable
 	MetricSlowWatchers        = metrics.SlowWatchers
+	MetricStoreLoads          = metrics.StoreLoads
+	MetricStoreServed         = metrics.StoreServed
+	MetricStoreWrites         = metrics.StoreWrites
+	MetricStoreErrors         = metrics.StoreErrors
+	MetricStoreDropped        = metrics.StoreDropped
 
 	LabelTarget       = metrics.LabelTarget
 	LabelServer       = metrics.LabelServer

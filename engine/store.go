@@ -1,6 +1,18 @@
 package engine
 
-import "time"
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine/internal/keep"
+	"github.com/xdsengine/xdsengine/engine/internal/metrics"
+	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/registry"
+)
 
 // Store keeps what the engine accepted, so that a process that starts
 // (or watches something) while every server of an authority is
@@ -52,4 +64,206 @@ type StoredResource struct {
 type StoreChange struct {
 	StoredResource
 	Delete bool
+}
+
+// DefaultStoreMaxAge is Config.StoreMaxAge's default: a day. What the
+// servers keep sending is written again every quarter of it, so the age
+// of what is served is about how long they have not answered.
+const DefaultStoreMaxAge = 24 * time.Hour
+
+// storeWriteInterval is the least time between two change sets: a burst
+// of responses costs the store one write.
+const storeWriteInterval = 100 * time.Millisecond
+
+// lastGood is the engine's side of Config.Store.
+type lastGood struct {
+	store  Store
+	digest []byte
+	maxAge time.Duration
+	writer *keep.Writer
+	// loaded is, by authority, what Load returned, decoded and valid,
+	// until a server of the authority answers: from then on, what the
+	// servers say is all there is. Nil until Load has returned.
+	loaded map[*authority]map[storedKey]*storedValue
+}
+
+type storedKey struct{ typeURL, name string }
+
+type storedValue struct {
+	value    registry.Resource
+	raw      []byte
+	version  string
+	server   *bootstrap.ServerConfig
+	received time.Time
+}
+
+// startStore writes what the engine accepts from now on, and loads what
+// the store holds in the background: New does not wait for the disk.
+func (e *Engine) startStore() {
+	lg := &lastGood{store: e.cfg.Store, digest: keep.Digest(e.node, e.cfg.Bootstrap), maxAge: cmp.Or(e.cfg.StoreMaxAge, DefaultStoreMaxAge)}
+	if lg.maxAge < 0 {
+		lg.maxAge = math.MaxInt64
+	}
+	lg.writer = keep.NewWriter(func(cs []keep.Change) error {
+		changes := make([]StoreChange, len(cs))
+		for i, c := range cs {
+			changes[i] = StoreChange{StoredResource{c.Authority, c.Server, c.TypeURL, c.Name, c.Version, c.Raw, c.Received}, c.Delete}
+		}
+		err := lg.store.Apply(lg.digest, changes)
+		if err == nil {
+			e.metrics.Add(metrics.Writes, 1, "", "")
+		}
+		return err
+	}, func(err error) {
+		e.metrics.Add(metrics.StoreFailures, 1, "", "")
+		e.log.Warn("xDS last-known-good store: write failed; the changes are kept for the next", "error", err)
+	}, storeWriteInterval, lg.maxAge/4)
+	e.lastGood = lg
+	e.streamsRun.Add(1)
+	go func() {
+		defer e.streamsRun.Done()
+		loaded := e.loadStore(lg)
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.closed.Load() {
+			return
+		}
+		for a := range loaded {
+			if a.answered {
+				delete(loaded, a)
+			}
+		}
+		lg.loaded = loaded
+		for _, a := range e.allAuthoritiesLocked() {
+			e.useStoreLocked(a, true)
+		}
+	}()
+}
+
+// loadStore reads and decodes the store, dropping what does not validate
+// under the registry of the day, or is from a server the authority no
+// longer lists.
+func (e *Engine) loadStore(lg *lastGood) map[*authority]map[storedKey]*storedValue {
+	got, err := lg.store.Load(lg.digest)
+	if err != nil {
+		e.metrics.Add(metrics.StoreFailures, 1, "", "")
+		e.log.Warn("xDS last-known-good store: load failed; starting without it", "error", err)
+		return nil
+	}
+	e.metrics.Add(metrics.Loads, 1, "", "")
+	e.metrics.Add(metrics.Dropped, got.Corrupt, "", "")
+	out := map[*authority]map[storedKey]*storedValue{}
+	for _, r := range got.Resources {
+		sv, a, key, err := e.decodeStored(r)
+		if err != nil {
+			e.metrics.Add(metrics.Dropped, 1, r.Server, r.TypeURL)
+			e.log.Warn("xDS last-known-good store: resource dropped", "type", r.TypeURL, "name", r.Name, "error", err)
+			continue
+		}
+		if out[a] == nil {
+			out[a] = map[storedKey]*storedValue{}
+		}
+		out[a][key] = sv
+	}
+	return out
+}
+
+func (e *Engine) decodeStored(r StoredResource) (*storedValue, *authority, storedKey, error) {
+	typ := e.types[r.TypeURL]
+	if typ == nil || typ.NotStored {
+		return nil, nil, storedKey{}, fmt.Errorf("type is not registered, switched off or not stored")
+	}
+	a, name, nerr := e.resolveName(r.TypeURL, r.Name)
+	if nerr != nil {
+		return nil, nil, storedKey{}, nerr
+	}
+	i := slices.IndexFunc(a.servers, func(s bootstrap.ServerConfig) bool { return s.URI == r.Server })
+	if i < 0 {
+		return nil, nil, storedKey{}, fmt.Errorf("server %s is not one of its authority's", r.Server)
+	}
+	s := &a.servers[i]
+	fs := features.Resolve(s.ServerFeatures, e.known...)
+	dr, err := typ.Decode(r.Raw, registry.DecodeOptions{WrapperName: r.Name, Switches: e.switches, OwnsRaw: true,
+		Server:               registry.ServerInfo{URI: s.URI, Features: fs, Delta: s.Delta || fs.Has(features.NameDeltaXDS)},
+		CertificateProviders: e.certificateProviders})
+	if err == nil {
+		if _, decoded, _ := e.resolveName(r.TypeURL, dr.Name); decoded != name {
+			err = fmt.Errorf("the bytes are of resource %q", dr.Name)
+		}
+	}
+	if err != nil {
+		return nil, nil, storedKey{}, err
+	}
+	return &storedValue{value: dr.Resource, raw: r.Raw, version: r.Version, server: s, received: r.Received},
+		a, storedKey{r.TypeURL, name}, nil
+}
+
+// storeServesLocked reports whether the store serves a's resources: it
+// holds some, no server of a has answered, and the active one fails.
+func (e *Engine) storeServesLocked(a *authority) bool {
+	act := a.active()
+	return e.lastGood != nil && e.lastGood.loaded[a] != nil && !a.answered && act != nil && act.status != nil
+}
+
+// serveStoredLocked gives an entry with no resource the stored one, if
+// the store serves its authority and the resource is not too old, with the ambient error that says
+// where it comes from; its watchers are not told.
+func (e *Engine) serveStoredLocked(en *entry) bool {
+	if en.value != nil || !e.storeServesLocked(en.auth) {
+		return false
+	}
+	lg := e.lastGood
+	sv := lg.loaded[en.auth][storedKey{en.typ.TypeURL, en.name}]
+	if sv == nil || e.clock.Now().Sub(sv.received) > lg.maxAge {
+		return false
+	}
+	en.value, en.raw, en.version, en.updated, en.state, en.source = sv.value, sv.raw, sv.version, sv.received, StateACKed, nil
+	if en.fail == nil {
+		en.fail = &entryFailure{}
+	}
+	en.fail.stored, en.fail.servedSince = sv, e.clock.Now()
+	en.setAmbient(e.channelErrorFor(en.auth.active(), en))
+	e.metrics.Add(metrics.Served, 1, sv.server.URI, en.typ.TypeURL)
+	return true
+}
+
+// useStoreLocked serves the store to the authority's watched resources
+// that have none, and to its wildcards, and tells the watchers; the
+// ambient error too, unless the failure being reported will.
+func (e *Engine) useStoreLocked(a *authority, ambient bool) {
+	if !e.storeServesLocked(a) {
+		return
+	}
+	for k := range e.lastGood.loaded[a] {
+		if a.resources[k.typeURL][k.name] == nil {
+			e.wildcardEntryLocked(a, e.types[k.typeURL], k.name)
+		}
+	}
+	for _, byName := range a.resources {
+		for _, en := range byName {
+			if len(en.watchers) == 0 || !e.serveStoredLocked(en) {
+				continue
+			}
+			e.notifyChangedLocked(en, en.value, nil, nil)
+			if ambient {
+				e.notifyAmbientLocked(en, en.ambientError(), nil)
+			}
+		}
+	}
+}
+
+// keepLocked has the store keep en's resource, accepted from a server.
+func (e *Engine) keepLocked(en *entry) {
+	if lg := e.lastGood; lg != nil && !en.typ.NotStored && en.source != nil {
+		lg.writer.Put(keep.Change{Key: keep.Key{Authority: en.auth.name, TypeURL: en.typ.TypeURL, Name: en.name},
+			Server: en.source.server.URI, Version: en.version, Raw: en.raw, Received: en.updated})
+	}
+}
+
+// forgetLocked has the store forget en's resource: deleted by its
+// server, dropped, or no longer watched.
+func (e *Engine) forgetLocked(en *entry) {
+	if lg := e.lastGood; lg != nil && !en.typ.NotStored {
+		lg.writer.Put(keep.Change{Key: keep.Key{Authority: en.auth.name, TypeURL: en.typ.TypeURL, Name: en.name}, Delete: true})
+	}
 }

@@ -16,6 +16,7 @@ type watch struct {
 	w        ResourceWatcher
 	entry    *entry
 	canceled atomic.Bool
+	wild     bool // a wildcard's (WatchAll), not subscribed by name
 }
 
 // watchedEntry is a watch and the entry it makes if none exists: one
@@ -31,7 +32,8 @@ type op struct {
 	typ    *registry.ResourceType
 	a      *authority
 	key    string
-	made   *entry // the entry to use if the resource is not watched yet
+	made   *entry    // the entry to use if the resource is not watched yet
+	all    *wildcard // a WatchAll call's, instead of h
 	cancel bool
 }
 
@@ -87,21 +89,23 @@ func (e *Engine) applyOpLocked(o op) {
 	if e.closed.Load() {
 		return
 	}
-	if o.cancel {
+	switch {
+	case o.all != nil && o.cancel:
+		e.cancelAllLocked(o.all, o.typ)
+	case o.all != nil:
+		if !o.all.canceled.Load() {
+			e.watchAllLocked(o.all, o.typ)
+		}
+	case o.cancel:
 		e.cancelLocked(o.h)
-	} else if !o.h.canceled.Load() {
+	case !o.h.canceled.Load():
 		e.watchLocked(o.h, o.typ, o.a, o.key, o.made)
 	}
 }
 
 func (e *Engine) watchLocked(h *watch, typ *registry.ResourceType, a *authority, key string, made *entry) {
 	typeURL := typ.TypeURL
-	byName := a.resources[typeURL]
-	if byName == nil {
-		byName = make(map[string]*entry)
-		a.resources[typeURL] = byName
-		a.marked[typeURL] = &markOrder{}
-	}
+	byName := a.entriesLocked(typeURL)
 	en := byName[key]
 	created := en == nil
 	if created {
@@ -110,6 +114,9 @@ func (e *Engine) watchLocked(h *watch, typ *registry.ResourceType, a *authority,
 		byName[key] = en
 		en.order.pushBack(en)
 		e.shapeGen++
+		for _, ww := range a.wildcards[typeURL] {
+			holdForWildcard(ww, en)
+		}
 	}
 	h.entry = en
 	wasOrphan := en.orphaned
@@ -117,6 +124,7 @@ func (e *Engine) watchLocked(h *watch, typ *registry.ResourceType, a *authority,
 	en.watchers = append(en.watchers, h)
 	if created || wasOrphan {
 		e.subscribeLocked(en, created)
+		e.serveStoredLocked(en)
 	}
 	e.deliverCurrentLocked(h)
 }
@@ -177,8 +185,14 @@ func (e *Engine) cancelLocked(h *watch) {
 	if en == nil {
 		return // cancelled before its Watch was applied
 	}
+	named := en.named()
 	if i := slices.Index(en.watchers, h); i >= 0 {
 		en.watchers = slices.Delete(en.watchers, i, i+1)
+	}
+	if named && !en.named() { // it leaves the names subscribed
+		for _, c := range en.auth.channels {
+			c.nameChangedLocked(en.typ.TypeURL, en.name)
+		}
 	}
 	if len(en.watchers) > 0 {
 		return
@@ -186,10 +200,9 @@ func (e *Engine) cancelLocked(h *watch) {
 	en.orphaned = true
 	written := false
 	for _, c := range en.auth.channels {
-		if sn := c.subscribed[en.typ.TypeURL]; c.stream != nil && sn != nil && sn.Handed() {
+		if sn := c.subscribed[en.typ.TypeURL]; named && c.stream != nil && sn != nil && sn.Handed() {
 			written = true
 		}
-		c.nameChangedLocked(en.typ.TypeURL, en.name)
 	}
 	if !written {
 		e.removeEntryLocked(en)
@@ -205,6 +218,7 @@ func (e *Engine) removeEntryLocked(en *entry) {
 		return
 	}
 	delete(byName, en.name)
+	e.forgetLocked(en)
 	en.removed = true
 	en.order.remove(en)
 	e.shapeGen++
@@ -212,13 +226,20 @@ func (e *Engine) removeEntryLocked(en *entry) {
 		delete(a.resources, en.typ.TypeURL)
 		delete(a.marked, en.typ.TypeURL)
 	}
-	if len(a.resources) == 0 {
-		chans := a.channels
-		a.channels = nil
-		e.activeGen++
-		for _, c := range chans {
-			c.releaseLocked(a)
-		}
+	e.releaseIfIdleLocked(a)
+}
+
+// releaseIfIdleLocked lets go of the channels of an authority nothing is
+// watched under any more.
+func (e *Engine) releaseIfIdleLocked(a *authority) {
+	if len(a.resources) > 0 || len(a.wildcards) > 0 {
+		return
+	}
+	chans := a.channels
+	a.channels = nil
+	e.activeGen++
+	for _, c := range chans {
+		c.releaseLocked(a)
 	}
 }
 
@@ -238,7 +259,7 @@ type notice struct {
 func (n *notice) update() Update {
 	u := Update{Resource: n.resource, Err: n.err}
 	if o := n.origin; o != nil {
-		u.Version, u.Received = o.version, o.received
+		u.Version, u.Received, u.FromStore = o.version, o.received, o.stored
 		if o.server != nil {
 			u.Server = *o.server
 		}

@@ -176,6 +176,11 @@ type Update struct {
 	// Received is when the engine received Resource, or learned of Err,
 	// on Config.Clock.
 	Received time.Time
+	// FromStore says that Resource comes from the last-known-good store
+	// (Config.Store), kept from an earlier run, because no server of its
+	// authority has answered; Version, Server and Received are then the
+	// kept ones. An ambient error follows it, until a server answers.
+	FromStore bool
 }
 
 // UpdateWatcher is an optional interface of a [ResourceWatcher]: the
@@ -188,11 +193,12 @@ type UpdateWatcher interface {
 
 // TypedUpdate is an [Update] whose resource is of Go type T.
 type TypedUpdate[T any] struct {
-	Resource T
-	Err      error
-	Version  string
-	Server   bootstrap.ServerConfig
-	Received time.Time
+	Resource  T
+	Err       error
+	Version   string
+	Server    bootstrap.ServerConfig
+	Received  time.Time
+	FromStore bool
 }
 
 // TypedUpdateWatcher is the optional interface of a [TypedWatcher] that
@@ -220,16 +226,20 @@ type origin struct {
 	version  string
 	server   *bootstrap.ServerConfig // nil when no server
 	received time.Time
+	stored   bool
 }
 
 // originLocked returns the origin of en's cached resource, or of err.
 func (e *Engine) originLocked(en *entry, err error) *origin {
 	if err == nil {
 		var server *bootstrap.ServerConfig
+		sv := en.storedOrigin()
 		if en.source != nil {
 			server = &en.source.server
+		} else if sv != nil {
+			server = sv.server
 		}
-		return e.sharedOriginLocked(origin{version: en.version, server: server, received: en.updated})
+		return e.sharedOriginLocked(origin{version: en.version, server: server, received: en.updated, stored: sv != nil})
 	}
 	var o origin
 	if xe, ok := err.(*Error); ok {
@@ -257,7 +267,7 @@ func (e *Engine) sharedOriginLocked(o origin) *origin {
 
 // OnUpdate converts the update to T for the TypedWatcher.
 func (t typedWatcher[T]) OnUpdate(u Update, done func()) {
-	tu := TypedUpdate[T]{Err: u.Err, Version: u.Version, Server: u.Server, Received: u.Received}
+	tu := TypedUpdate[T]{Err: u.Err, Version: u.Version, Server: u.Server, Received: u.Received, FromStore: u.FromStore}
 	if u.Err == nil {
 		if v, ok := u.Resource.(T); ok {
 			tu.Resource = v

@@ -63,6 +63,12 @@ type ResourceType struct {
 	// engine advertises when this type is registered and enabled, e.g.
 	// LEDS's "xds.endpoint.supports_lb_endpoint_collection".
 	ClientFeatures []string
+	// NotStored keeps the type's resources out of the engine's
+	// last-known-good store (engine.Config.Store), which writes what it
+	// keeps to disk in the clear: for types whose resources carry secrets,
+	// such as SDS's private keys, or that are only worth having fresh. A
+	// restart during an outage then starts without them.
+	NotStored bool
 	// Enabled is optional: it tells whether the type is on under the
 	// engine's switches (gRPC's environment guards). A type that is off
 	// is treated as not registered: its client features are not

@@ -1,6 +1,7 @@
 package xdstest
 
 import (
+	"slices"
 	"sync"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -8,7 +9,8 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// parkingCache stops go-control-plane's NACK storm.
+// parkingCache stops go-control-plane's NACK storm, and answers the
+// explicit wildcard of State of the World.
 //
 // SnapshotCache answers a NACK at once with the rejected version again,
 // because the NACK carries the last *accepted* version_info, which differs
@@ -103,11 +105,21 @@ func (p *parkingCache) CreateWatch(req *cache.Request, sub cache.Subscription, c
 	n, ok := p.parked[req]
 	delete(p.parked, req)
 	p.mu.Unlock()
-	if ok {
+	wildcard := slices.Contains(req.GetResourceNames(), "*")
+	if ok || wildcard {
 		// A copy: the server keeps req, and the recorded requests must
 		// stay what the client sent.
 		req = proto.Clone(req).(*discoverypb.DiscoveryRequest)
-		req.VersionInfo = n.version
+		if ok {
+			req.VersionInfo = n.version
+		}
+		if wildcard {
+			// SnapshotCache (v0.14) answers a SotW request naming "*",
+			// the explicit wildcard, with the resources named "*": none,
+			// again at every ACK. With no names it sends every resource,
+			// which is what the wildcard asks for.
+			req.ResourceNames = nil
+		}
 	}
 	return p.Cache.CreateWatch(req, sub, ch)
 }

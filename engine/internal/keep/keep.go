@@ -9,8 +9,16 @@
 package keep
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
 	"sync"
 	"time"
+
+	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xdsengine/xdsengine/bootstrap"
 )
 
 // Key names a resource in the store.
@@ -31,13 +39,17 @@ type Writer struct {
 	apply    func([]Change) error
 	failed   func(error)
 	interval time.Duration
+	refresh  time.Duration
 
 	mu      sync.Mutex
 	pending map[Key]Change
-	closed  bool
-	wake    chan struct{}
-	stop    chan struct{} // closed by Close
-	done    chan struct{} // closed when the writer has stopped
+	// kept is what the store holds, as far as this writer wrote it: bytes
+	// it holds already are written again only to refresh their time.
+	kept   map[Key]kept
+	closed bool
+	wake   chan struct{}
+	stop   chan struct{} // closed by Close
+	done   chan struct{} // closed when the writer has stopped
 	// Flush's bookkeeping: a flush wants the changes put before it
 	// written; written says how far the writer got, and err how the last
 	// change set went.
@@ -46,11 +58,19 @@ type Writer struct {
 	flushed         *sync.Cond
 }
 
+type kept struct {
+	raw      []byte
+	received time.Time
+}
+
 // NewWriter starts a writer: apply writes a change set, failed hears of
 // a failed one (whose changes are kept for the next), and interval is
-// the least time between two change sets.
-func NewWriter(apply func([]Change) error, failed func(error), interval time.Duration) *Writer {
-	w := &Writer{apply: apply, failed: failed, interval: interval, pending: make(map[Key]Change),
+// the least time between two change sets. A resource put again with the
+// bytes the store holds is written only once refresh has passed since
+// they were received, to keep their time recent.
+func NewWriter(apply func([]Change) error, failed func(error), interval, refresh time.Duration) *Writer {
+	w := &Writer{apply: apply, failed: failed, interval: interval, refresh: refresh,
+		pending: make(map[Key]Change), kept: make(map[Key]kept),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	w.flushed = sync.NewCond(&w.mu)
 	go w.run()
@@ -62,6 +82,10 @@ func (w *Writer) Put(c Change) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
+		return
+	}
+	if k, ok := w.kept[c.Key]; ok && !c.Delete && c.Received.Sub(k.received) < w.refresh && sameBytes(k.raw, c.Raw) {
+		delete(w.pending, c.Key) // a change back to what is kept
 		return
 	}
 	w.pending[c.Key] = c
@@ -109,6 +133,15 @@ func (w *Writer) writeOnce() bool {
 		err = w.apply(batch)
 	}
 	w.mu.Lock()
+	if err == nil {
+		for _, c := range batch {
+			if c.Delete {
+				delete(w.kept, c.Key)
+			} else {
+				w.kept[c.Key] = kept{c.Raw, c.Received}
+			}
+		}
+	}
 	if err != nil && !closed {
 		// Kept for the next set, unless a later change replaced it.
 		for _, c := range batch {
@@ -153,4 +186,62 @@ func (w *Writer) Close() {
 	}
 	w.mu.Unlock()
 	<-w.done
+}
+
+// sameBytes compares the bytes, at once when they are one array: the
+// engine's decode memo hands equal bytes from a server as the same array.
+func sameBytes(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0] || bytes.Equal(a, b)
+}
+
+// Stored is a resource as a store gave it back.
+type Stored struct {
+	Server, Version string
+	Raw             []byte
+	Received        time.Time
+}
+
+// Digest is what makes a store's configuration valid for a process: its
+// node (id, cluster, locality, metadata) and its bootstrap's servers and
+// authorities, as deterministic bytes hashed. A store written under
+// another digest is not served.
+func Digest(node *corepb.Node, b *bootstrap.Bootstrap) []byte {
+	type server struct {
+		URI              string
+		Creds, CallCreds []string
+		Features         []string
+		Delta            bool
+	}
+	servers := func(ss []bootstrap.ServerConfig) []server {
+		var out []server
+		for _, s := range ss {
+			x := server{URI: s.URI, Features: s.ServerFeatures, Delta: s.Delta}
+			for _, c := range s.ChannelCreds {
+				x.Creds = append(x.Creds, c.Type+" "+string(c.Config))
+			}
+			for _, c := range s.CallCreds {
+				x.CallCreds = append(x.CallCreds, c.Type+" "+string(c.Config))
+			}
+			out = append(out, x)
+		}
+		return out
+	}
+	authorities := map[string][]server{}
+	for name, a := range b.Authorities {
+		authorities[name] = servers(a.Servers)
+	}
+	meta, _ := proto.MarshalOptions{Deterministic: true}.Marshal(node.GetMetadata())
+	loc, _ := proto.MarshalOptions{Deterministic: true}.Marshal(node.GetLocality())
+	// encoding/json writes map keys sorted: the same bootstrap, the same bytes.
+	j, _ := json.Marshal(struct {
+		ID, Cluster        string
+		Locality, Metadata []byte
+		Servers            []server
+		Authorities        map[string][]server
+	}{node.GetId(), node.GetCluster(), loc, meta, servers(b.Servers), authorities})
+	sum := sha256.Sum256(j)
+	return sum[:]
 }

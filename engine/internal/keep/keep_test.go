@@ -57,7 +57,7 @@ func put(w *Writer, name, version string) {
 // written once each, in their latest state; a deletion is a change too.
 func TestLatestChangeWins(t *testing.T) {
 	s := &store{}
-	w := NewWriter(s.apply, nil, time.Hour)
+	w := NewWriter(s.apply, nil, time.Hour, time.Hour)
 	defer w.Close()
 	if err := w.Flush(); err != nil { // the writer now waits out its interval
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestLatestChangeWins(t *testing.T) {
 func TestFailedSetIsKept(t *testing.T) {
 	s := &store{fail: true}
 	var failures []error
-	w := NewWriter(s.apply, func(err error) { failures = append(failures, err) }, time.Millisecond)
+	w := NewWriter(s.apply, func(err error) { failures = append(failures, err) }, time.Millisecond, time.Hour)
 	put(w, "a", "1")
 	put(w, "b", "1")
 	if err := w.Flush(); err == nil {
@@ -106,7 +106,7 @@ func TestFailedSetIsKept(t *testing.T) {
 // in the middle of an interval; a Put after Close is dropped.
 func TestCloseWritesWhatIsPending(t *testing.T) {
 	s := &store{}
-	w := NewWriter(s.apply, nil, time.Hour)
+	w := NewWriter(s.apply, nil, time.Hour, time.Hour)
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -120,5 +120,42 @@ func TestCloseWritesWhatIsPending(t *testing.T) {
 	w.Close()
 	if got := s.names(); len(got) != 1 || strings.Join(got[0], " ") != "a@1" {
 		t.Fatalf("change sets %v, want one: [a@1]", got)
+	}
+}
+
+// TestKeptBytesAreRefreshed: bytes the store holds are not written again
+// until refresh has passed since they were received; other bytes, and a
+// change back after a deletion was written, are.
+func TestKeptBytesAreRefreshed(t *testing.T) {
+	s := &store{}
+	w := NewWriter(s.apply, nil, time.Millisecond, time.Hour)
+	defer w.Close()
+	t0 := time.Unix(1e9, 0)
+	at := func(name, raw string, received time.Time) {
+		w.Put(Change{Key: Key{TypeURL: "t", Name: name}, Version: raw, Raw: []byte(raw), Received: received})
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at("a", "1", t0)
+	at("a", "1", t0.Add(time.Minute))    // held, recent: not written
+	at("a", "2", t0.Add(2*time.Minute))  // changed
+	at("a", "2", t0.Add(62*time.Minute)) // an hour since: refreshed
+	w.Put(Change{Key: Key{TypeURL: "t", Name: "a"}, Delete: true})
+	at("a", "2", t0.Add(63*time.Minute)) // deleted and back before a write: no change
+	w.Put(Change{Key: Key{TypeURL: "t", Name: "a"}, Delete: true})
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	at("a", "2", t0.Add(64*time.Minute)) // deleted from the store: written
+	got := s.names()
+	want := [][]string{{"a@1"}, {"a@2"}, {"a@2"}, {"a-"}, {"a@2"}}
+	if len(got) != len(want) {
+		t.Fatalf("change sets %v, want %v", got, want)
+	}
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Fatalf("change sets %v, want %v", got, want)
+		}
 	}
 }

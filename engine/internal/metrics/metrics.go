@@ -27,6 +27,11 @@ const (
 	ResponsesTooLarge      = "xdsengine.xds_client.responses_too_large"
 	ResponsesUnreadable    = "xdsengine.xds_client.responses_unreadable"
 	SlowWatchers           = "xdsengine.xds_client.slow_watchers"
+	StoreLoads             = "xdsengine.xds_client.store_loads"
+	StoreServed            = "xdsengine.xds_client.store_served"
+	StoreWrites            = "xdsengine.xds_client.store_writes"
+	StoreErrors            = "xdsengine.xds_client.store_errors"
+	StoreDropped           = "xdsengine.xds_client.store_dropped"
 
 	LabelTarget       = "grpc.target"
 	LabelServer       = "grpc.xds.server"
@@ -45,15 +50,25 @@ const (
 	TooLarge
 	Unreadable
 	Slow
+	Loads
+	Served
+	Writes
+	StoreFailures
+	Dropped
 )
 
 var counters = [...]struct{ name, unit, description string }{
-	Valid:      {ResourceUpdatesValid, "{resource}", "Valid resources received from xDS servers; unchanged ones count too."},
-	Invalid:    {ResourceUpdatesInvalid, "{resource}", "Invalid resources received from xDS servers, and xRFC TP3 resource errors."},
-	Failures:   {ServerFailure, "{failure}", "Times an xDS server went from reachable to unreachable (gRFC A57)."},
-	TooLarge:   {ResponsesTooLarge, "{response}", "Responses larger than the engine's receive limit (Config.MaxResponseBytes), which could not be read."},
-	Unreadable: {ResponsesUnreadable, "{response}", "Responses whose DiscoveryResponse envelope did not parse."},
-	Slow:       {SlowWatchers, "{notification}", "Watcher notifications whose done() was still outstanding after Config.SlowWatcherThreshold, holding back the server's next response."},
+	Valid:         {ResourceUpdatesValid, "{resource}", "Valid resources received from xDS servers; unchanged ones count too."},
+	Invalid:       {ResourceUpdatesInvalid, "{resource}", "Invalid resources received from xDS servers, and xRFC TP3 resource errors."},
+	Failures:      {ServerFailure, "{failure}", "Times an xDS server went from reachable to unreachable (gRFC A57)."},
+	TooLarge:      {ResponsesTooLarge, "{response}", "Responses larger than the engine's receive limit (Config.MaxResponseBytes), which could not be read."},
+	Unreadable:    {ResponsesUnreadable, "{response}", "Responses whose DiscoveryResponse envelope did not parse."},
+	Slow:          {SlowWatchers, "{notification}", "Watcher notifications whose done() was still outstanding after Config.SlowWatcherThreshold, holding back the server's next response."},
+	Loads:         {StoreLoads, "{load}", "Loads of the last-known-good store (Config.Store) at start."},
+	Served:        {StoreServed, "{resource}", "Resources served from the last-known-good store while no server of their authority answered."},
+	Writes:        {StoreWrites, "{change_set}", "Change sets written to the last-known-good store."},
+	StoreFailures: {StoreErrors, "{operation}", "Loads and change sets of the last-known-good store that failed."},
+	Dropped:       {StoreDropped, "{resource}", "Resources of the last-known-good store not served: corrupt bytes, or invalid under the registry of the day."},
 }
 
 // Gauges is the engine's state as the gauges report it: whether each

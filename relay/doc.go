@@ -35,9 +35,10 @@
 //
 // The upstream subscriptions of a key are the union of its clients'
 // subscriptions, per type: one per resource name that some client
-// subscribes to, reference-counted, and one wildcard subscription while a
-// client subscribes to the whole type (as Envoy does for Listeners and
-// Clusters). go-control-plane's watches are one-shot, and the server
+// subscribes to, reference-counted, and one wildcard subscription
+// (Engine.WatchAll) while a client subscribes to the whole type, as Envoy
+// does for Listeners and Clusters: with no names in State of the World
+// (legacy wildcard), or "*" in either protocol. go-control-plane's watches are one-shot, and the server
 // cancels a watch before each new request of its stream, so a reference
 // is held from a watch's creation to its cancellation, and a subscription
 // without references lingers ([Config.Linger], [DefaultLinger]) before it
@@ -79,7 +80,10 @@
 //     upstream has said it. A watch is held while its client may hold a
 //     resource the relay has not resolved (has neither a version of, nor
 //     word that it does not exist): a wildcard subscription until the
-//     upstream one is answered; the resources a client says it has (on
+//     upstream one is answered (the answer's resources having stopped
+//     coming for a moment, or, for a type with nothing to send, the
+//     server staying reachable and silent for the does-not-exist
+//     timer's length); the resources a client says it has (on
 //     an incremental stream, initial_resource_versions); and every
 //     subscribed Listener or Cluster on a State of the World request
 //     whose version is not this relay's (the client reconnected from

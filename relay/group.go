@@ -24,7 +24,7 @@ type group struct {
 	// The upstream events waiting for the flusher.
 	batchMu      sync.Mutex
 	batch        map[*typeCache]map[string]event
-	wildResolved map[*typeCache]bool
+	wildAnswered map[*typeCache]*upstreamWild
 	dones        []func()
 	kick         chan struct{}
 	stop         chan struct{}
@@ -43,7 +43,7 @@ func (r *Relay) newGroup(key string) (*group, error) {
 		key:          key,
 		types:        map[string]*typeCache{},
 		batch:        map[*typeCache]map[string]event{},
-		wildResolved: map[*typeCache]bool{},
+		wildAnswered: map[*typeCache]*upstreamWild{},
 		kick:         make(chan struct{}, 1),
 		stop:         make(chan struct{}),
 		flushed:      make(chan struct{}),

@@ -10,10 +10,12 @@ import (
 )
 
 // event is what an upstream watcher reports of one resource: a new
-// version, or that the upstream says it does not exist (gone).
+// version, or that the upstream says it does not exist (gone). wild is
+// the wildcard subscription that reported it, nil for a watch by name.
 type event struct {
 	res  registry.Resource
 	gone bool
+	wild *upstreamWild
 }
 
 // nameWatcher watches one resource upstream for a typeCache. It only
@@ -92,25 +94,13 @@ func deletedUpstream(err error) bool {
 // called once the event is applied, so the engine reads its server's
 // next response only after the relay caught up with the last one.
 func (g *group) post(tc *typeCache, name string, ev event, done func()) {
-	g.postEvent(tc, name, ev, false, done)
-}
-
-// postEvent queues ev about name ("" for none), and with wild, news that
-// the upstream answered tc's wildcard subscription: both in one batch,
-// so that the subscription is never resolved without what came with it.
-func (g *group) postEvent(tc *typeCache, name string, ev event, wild bool, done func()) {
 	g.batchMu.Lock()
-	if name != "" {
-		byName := g.batch[tc]
-		if byName == nil {
-			byName = map[string]event{}
-			g.batch[tc] = byName
-		}
-		byName[name] = ev
+	byName := g.batch[tc]
+	if byName == nil {
+		byName = map[string]event{}
+		g.batch[tc] = byName
 	}
-	if wild {
-		g.wildResolved[tc] = true
-	}
+	byName[name] = ev
 	g.dones = append(g.dones, done)
 	g.batchMu.Unlock()
 	g.kickFlusher()
@@ -137,15 +127,15 @@ func (g *group) flushLoop() {
 			return
 		}
 		g.batchMu.Lock()
-		batch, wild, dones := g.batch, g.wildResolved, g.dones
-		g.batch, g.wildResolved, g.dones = map[*typeCache]map[string]event{}, map[*typeCache]bool{}, nil
+		batch, answered, dones := g.batch, g.wildAnswered, g.dones
+		g.batch, g.wildAnswered, g.dones = map[*typeCache]map[string]event{}, map[*typeCache]*upstreamWild{}, nil
 		g.batchMu.Unlock()
 		for tc, byName := range batch {
-			tc.apply(g.encode(tc, byName), wild[tc])
-			delete(wild, tc)
+			tc.apply(g.encode(tc, byName), answered[tc])
+			delete(answered, tc)
 		}
-		for tc := range wild {
-			tc.apply(nil, true)
+		for tc, w := range answered {
+			tc.apply(nil, w)
 		}
 		for _, done := range dones {
 			done()
@@ -160,17 +150,17 @@ func (g *group) encode(tc *typeCache, byName map[string]event) map[string]change
 	changes := make(map[string]change, len(byName))
 	for name, ev := range byName {
 		if ev.gone {
-			changes[name] = change{gone: true}
+			changes[name] = change{gone: true, wild: ev.wild}
 			continue
 		}
 		b, err := g.r.cfg.Encoder.Encode(tc.typeURL, ev.res)
 		if err != nil {
 			g.r.log.Error("relay: cannot serve a resource", "key", g.key, "type", tc.typeURL, "name", name, "error", err)
 			g.r.metrics.unservable(g.key, tc.typeURL)
-			changes[name] = change{gone: true}
+			changes[name] = change{gone: true, wild: ev.wild}
 			continue
 		}
-		changes[name] = change{bytes: b}
+		changes[name] = change{bytes: b, wild: ev.wild}
 	}
 	return changes
 }

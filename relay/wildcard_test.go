@@ -1,0 +1,209 @@
+package relay_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+
+	"github.com/xdsengine/xdsengine/internal/testutil/fakeclock"
+	"github.com/xdsengine/xdsengine/relay"
+	"github.com/xdsengine/xdsengine/relay/relaytest"
+	"github.com/xdsengine/xdsengine/types/cds"
+	"github.com/xdsengine/xdsengine/xdstest"
+)
+
+func clusters(names ...string) []xdstest.Resource {
+	var out []xdstest.Resource
+	for _, n := range names {
+		out = append(out, xdstest.R(n, xdstest.Cluster(n, n+"-eds")))
+	}
+	return out
+}
+
+// wildcardClient is a hand-driven wildcard subscriber to CDS, as Envoy
+// is: it reports the clusters it holds after each response, and ACKs.
+type wildcardClient interface {
+	// next applies the next response and returns the clusters held.
+	next(t *testing.T) []string
+	none(t *testing.T)
+}
+
+type sotwWildcard struct {
+	s     *sotwStream
+	names []string // what the client sends as resource_names
+}
+
+func newSotwWildcard(t *testing.T, addr, nodeID string, names ...string) *sotwWildcard {
+	c := &sotwWildcard{s: openSotw(t, addr), names: names}
+	c.s.request(t, &discoverypb.DiscoveryRequest{Node: node(nodeID, "blue"), TypeUrl: cds.TypeURL, ResourceNames: names})
+	return c
+}
+
+func (c *sotwWildcard) next(t *testing.T) []string {
+	t.Helper()
+	resp := c.s.next(t)
+	var held []string
+	for _, a := range resp.GetResources() {
+		held = append(held, nameOf(t, cds.TypeURL, a.GetValue()))
+	}
+	c.s.request(t, &discoverypb.DiscoveryRequest{TypeUrl: cds.TypeURL, ResourceNames: c.names,
+		VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()})
+	slices.Sort(held)
+	return held
+}
+
+func (c *sotwWildcard) none(t *testing.T) { t.Helper(); c.s.none(t, quiet) }
+
+type deltaWildcard struct {
+	s    *deltaStream
+	held map[string]bool
+}
+
+func newDeltaWildcard(t *testing.T, addr, nodeID string, initial map[string]string) *deltaWildcard {
+	c := &deltaWildcard{s: openDelta(t, addr), held: map[string]bool{}}
+	for name := range initial {
+		c.held[name] = true
+	}
+	c.s.request(t, &discoverypb.DeltaDiscoveryRequest{Node: node(nodeID, "blue"), TypeUrl: cds.TypeURL,
+		ResourceNamesSubscribe: []string{"*"}, InitialResourceVersions: initial})
+	return c
+}
+
+func (c *deltaWildcard) next(t *testing.T) []string {
+	t.Helper()
+	resp := c.s.next(t)
+	for _, r := range resp.GetResources() {
+		c.held[r.GetName()] = true
+	}
+	for _, name := range resp.GetRemovedResources() {
+		delete(c.held, name)
+	}
+	c.s.request(t, &discoverypb.DeltaDiscoveryRequest{TypeUrl: cds.TypeURL, ResponseNonce: resp.GetNonce()})
+	var held []string
+	for name := range c.held {
+		held = append(held, name)
+	}
+	slices.Sort(held)
+	return held
+}
+
+func (c *deltaWildcard) none(t *testing.T) { t.Helper(); c.s.none(t, quiet) }
+
+// TestWildcard: clients subscribing to every cluster, as Envoy does
+// (State of the World with no names or with "*", incremental with "*"),
+// are held until the upstream answers, then get every cluster, additions
+// and deletions, through one upstream wildcard subscription.
+func TestWildcard(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T, addr, nodeID string) wildcardClient
+	}{
+		{"sotw legacy", func(t *testing.T, addr, id string) wildcardClient { return newSotwWildcard(t, addr, id) }},
+		{"sotw explicit", func(t *testing.T, addr, id string) wildcardClient { return newSotwWildcard(t, addr, id, "*") }},
+		{"delta", func(t *testing.T, addr, id string) wildcardClient { return newDeltaWildcard(t, addr, id, nil) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newUpstream(t, "upstream")
+			r := newRelay(t, up, relaytest.Options{}, nil)
+			first := tc.open(t, r.Addr(), "envoy-1")
+			first.none(t) // the upstream has not answered
+
+			up.Set(clusters("a", "b")...)
+			if got := first.next(t); !slices.Equal(got, []string{"a", "b"}) {
+				t.Fatalf("first answer: %v, want a and b", got)
+			}
+			second := tc.open(t, r.Addr(), "envoy-2")
+			if got := second.next(t); !slices.Equal(got, []string{"a", "b"}) {
+				t.Fatalf("a second client's first answer: %v, want a and b", got)
+			}
+
+			up.Update(cds.TypeURL, clusters("a", "c")...)
+			for i, c := range []wildcardClient{first, second} {
+				if got := c.next(t); !slices.Equal(got, []string{"a", "c"}) {
+					t.Errorf("client %d after b was replaced by c: holds %v, want a and c", i+1, got)
+				}
+			}
+			var wildcards int
+			for _, req := range up.Requests() {
+				if req.GetTypeUrl() == cds.TypeURL && req.GetResponseNonce() == "" && slices.Contains(req.GetResourceNames(), "*") {
+					wildcards++
+				}
+			}
+			if wildcards != 1 || up.StreamsOpened() != 1 {
+				t.Errorf("upstream: %d wildcard subscriptions on %d streams, want 1 on 1", wildcards, up.StreamsOpened())
+			}
+		})
+	}
+}
+
+// TestWildcardJoinsNamed: a wildcard client of a key whose clusters are
+// partly watched by name already gets them all in its first answer, not
+// the cached ones alone (which would delete the others from a client that
+// holds them), and while the upstream is down, nothing.
+func TestWildcardJoinsNamed(t *testing.T) {
+	for _, outage := range []bool{false, true} {
+		t.Run(map[bool]string{false: "upstream up", true: "upstream down"}[outage], func(t *testing.T) {
+			var names []string
+			for i := range 50 {
+				names = append(names, fmt.Sprintf("cluster-%02d", i))
+			}
+			up := newUpstream(t, "upstream")
+			up.Set(clusters(names...)...)
+			r := newRelay(t, up, relaytest.Options{}, nil)
+			byName := client(t, r, relaytest.BootstrapOptions{NodeID: "grpc", Cluster: "blue"})
+			watch(t, byName, cds.TypeURL, names[0]).waitFor(t, "a cluster by name", edsName(names[0]+"-eds"))
+			if outage {
+				up.Stop()
+				waitUntil(t, "the relay to see the upstream fail", func() bool { return keyStatus(t, r.Relay()).Err != nil })
+			}
+
+			// A client that reconnects holding every cluster, incrementally.
+			initial := map[string]string{}
+			for _, n := range names {
+				initial[n] = "some-version"
+			}
+			envoy := newDeltaWildcard(t, r.Addr(), "envoy", initial)
+			if outage {
+				envoy.none(t)
+				up.Restart()
+			}
+			if got := envoy.next(t); !slices.Equal(got, names) {
+				t.Fatalf("the wildcard client holds %d clusters after its first answer, want all %d: %v", len(got), len(names), got)
+			}
+		})
+	}
+}
+
+// TestWildcardEmptyType: a wildcard subscription to a type the upstream
+// has nothing of gets no resource to tell it that the upstream answered:
+// the relay answers it empty once the upstream has stayed reachable and
+// silent for the does-not-exist timer's length, and keeps it waiting
+// while the upstream is unreachable.
+func TestWildcardEmptyType(t *testing.T) {
+	clk := fakeclock.New(time.Unix(0, 0))
+	up := newUpstream(t, "upstream")
+	up.Set(xdstest.R("listener-1", xdstest.Listener("listener-1", "route-1"))) // no clusters
+	r := newRelay(t, up, relaytest.Options{}, func(c *relay.Config) { c.Clock = clk })
+	envoy := newSotwWildcard(t, r.Addr(), "envoy")
+	clk.WaitForTimer(t, 15*time.Second)
+	envoy.none(t)
+
+	up.Stop()
+	waitUntil(t, "the relay to see the upstream fail", func() bool { return keyStatus(t, r.Relay()).Err != nil })
+	clk.Advance(15 * time.Second)
+	clk.WaitForTimer(t, 15*time.Second) // waiting again
+	envoy.none(t)
+
+	up.Restart()
+	// A server answers a reconnecting client of an unchanged, empty
+	// type with nothing: a new version makes this one answer.
+	up.Set(xdstest.R("listener-1", xdstest.Listener("listener-1", "route-1")))
+	waitUntil(t, "the key connected again", func() bool { return keyStatus(t, r.Relay()).Connected })
+	clk.Advance(15 * time.Second)
+	if got := envoy.next(t); len(got) != 0 {
+		t.Fatalf("the answer has clusters %v, want none", got)
+	}
+}

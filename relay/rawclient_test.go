@@ -18,6 +18,9 @@ import (
 type rawStream[Req, Resp proto.Message] struct {
 	send func(Req) error
 	resp chan Resp
+	// end ends the stream, as the client going away; it may be called
+	// more than once.
+	end func()
 }
 
 type (
@@ -43,7 +46,7 @@ func openSotw(t *testing.T, addr string) *sotwStream {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &sotwStream{send: st.Send, resp: make(chan *discoverypb.DiscoveryResponse, 100)}
+	s := &sotwStream{send: st.Send, resp: make(chan *discoverypb.DiscoveryResponse, 100), end: cancel}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -67,7 +70,7 @@ func openDelta(t *testing.T, addr string) *deltaStream {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &deltaStream{send: st.Send, resp: make(chan *discoverypb.DeltaDiscoveryResponse, 100)}
+	s := &deltaStream{send: st.Send, resp: make(chan *discoverypb.DeltaDiscoveryResponse, 100), end: cancel}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -12,6 +12,7 @@ import (
 	"github.com/xdsengine/xdsengine/relay"
 	"github.com/xdsengine/xdsengine/relay/relaytest"
 	"github.com/xdsengine/xdsengine/types/cds"
+	"github.com/xdsengine/xdsengine/types/lds"
 	"github.com/xdsengine/xdsengine/xdstest"
 )
 
@@ -205,5 +206,38 @@ func TestWildcardEmptyType(t *testing.T) {
 	clk.Advance(15 * time.Second)
 	if got := envoy.next(t); len(got) != 0 {
 		t.Fatalf("the answer has clusters %v, want none", got)
+	}
+}
+
+// TestWildcardLinger: the upstream wildcard subscription outlives its
+// last client by the linger, then ends, and what it alone brought is
+// forgotten.
+func TestWildcardLinger(t *testing.T) {
+	clk := fakeclock.New(time.Unix(0, 0))
+	up := newUpstream(t, "upstream")
+	up.Set(append(clusters("a", "b"), xdstest.R("listener-1", xdstest.Listener("listener-1", "route-1")))...)
+	r := newRelay(t, up, relaytest.Options{}, func(c *relay.Config) { c.Clock = clk })
+	// A client of a listener keeps the key, and its stream upstream.
+	watch(t, client(t, r, relaytest.BootstrapOptions{NodeID: "grpc", Cluster: "blue"}), lds.TypeURL, "listener-1").
+		waitFor(t, "the listener", routeName("route-1"))
+	envoy := newSotwWildcard(t, r.Addr(), "envoy")
+	waitUntil(t, "the answer to arrive", func() bool { return keyStatus(t, r.Relay()).Resources == 3 })
+	clk.Advance(time.Second) // the answer's settling
+	if got := envoy.next(t); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("answer %v, want a and b", got)
+	}
+	envoy.s.end()
+	waitUntil(t, "the relay to see the client leave", func() bool { return keyStatus(t, r.Relay()).Watches == 1 })
+	if s := keyStatus(t, r.Relay()); s.Subscriptions != 2 || s.Resources != 3 {
+		t.Fatalf("right after the client left: %+v, want the wildcard lingering with its 2 clusters", s)
+	}
+	clk.Advance(relay.DefaultLinger)
+	if _, err := up.WaitForRequest(ctxFor(t), func(req *discoverypb.DiscoveryRequest) bool {
+		return req.GetTypeUrl() == cds.TypeURL && req.GetResponseNonce() != "" && !slices.Contains(req.GetResourceNames(), "*")
+	}); err != nil {
+		t.Fatalf("the wildcard was not unsubscribed upstream after the linger: %v", err)
+	}
+	if s := keyStatus(t, r.Relay()); s.Subscriptions != 1 || s.Resources != 1 {
+		t.Fatalf("after the linger: %+v, want the listener alone", s)
 	}
 }

@@ -11,10 +11,12 @@ import (
 	"time"
 
 	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
@@ -408,6 +410,41 @@ func TestStoreDigest(t *testing.T) {
 			e.Watch(thing, "a", w)
 			if u := w.update(t); u.FromStore != tc.serve {
 				t.Fatalf("update %+v: from the store %v, want %v", u, u.FromStore, tc.serve)
+			}
+		})
+	}
+}
+
+// TestStoreHonoursTTL: a resource sent with a ttl in its Resource wrapper
+// is not served from the store once the ttl has run out.
+func TestStoreHonoursTTL(t *testing.T) {
+	for _, tc := range []struct {
+		after time.Duration
+		serve bool
+	}{{5 * time.Second, true}, {15 * time.Second, false}} {
+		t.Run(tc.after.String(), func(t *testing.T) {
+			store := newMemStore()
+			f := newFixture(t, fixtureOpts{mutate: func(c *engine.Config) { c.Store = store }})
+			w := newUpdRec()
+			f.eng.Watch(thing, "a", w)
+			st := f.servers[0].WaitStream(t)
+			recvNames(t, st, thing, "a")
+			wrapped := &discoverypb.Resource{Name: "a", Resource: res(thing, "a", "v", "1"), Ttl: durationpb.New(10 * time.Second)}
+			a, err := anypb.New(wrapped)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.SendT(t, resp(thing, "1", a))
+			w.update(t)
+			f.eng.Close()
+			f.servers[0].Stop()
+			f.clock.Advance(tc.after)
+
+			e := newEngine(t, f.cfg)
+			w = newUpdRec()
+			e.Watch(thing, "a", w)
+			if u := w.update(t); u.FromStore != tc.serve {
+				t.Fatalf("%v after it was received with a 10s ttl: update %+v, want from the store: %v", tc.after, u, tc.serve)
 			}
 		})
 	}

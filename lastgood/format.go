@@ -263,16 +263,18 @@ func (d *decoder) uvarint() uint64 {
 	return v
 }
 
-func (d *decoder) string() string {
+func (d *decoder) bytes() []byte {
 	n := d.uvarint()
 	if d.bad || n > uint64(len(d.b)) {
 		d.bad = true
-		return ""
+		return nil
 	}
-	s := string(d.b[:n])
+	b := d.b[:n]
 	d.b = d.b[n:]
-	return s
+	return b
 }
+
+func (d *decoder) string() string { return string(d.bytes()) }
 
 func (d *decoder) int64() int64 {
 	if len(d.b) < 8 {
@@ -294,9 +296,18 @@ func decodeSource(payload []byte) (uint64, source, bool) {
 	return id, s, d.done()
 }
 
-func decodePut(payload []byte) (put, bool) {
+// decodePut reads a put record; version, when it equals the version
+// read, is returned instead of a new string (the resources of a
+// response share theirs).
+func decodePut(payload []byte, version string) (put, bool) {
 	d := decoder{b: payload[1:]}
-	p := put{source: d.uvarint(), name: d.string(), version: d.string(), received: d.int64()}
+	p := put{source: d.uvarint(), name: d.string()}
+	if v := d.bytes(); string(v) == version {
+		p.version = version
+	} else {
+		p.version = string(v)
+	}
+	p.received = d.int64()
 	if d.bad {
 		return put{}, false
 	}

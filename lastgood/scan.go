@@ -38,7 +38,7 @@ func scan(data []byte) (*scanned, error) {
 	sc := &scanned{
 		header:    h,
 		headerLen: n,
-		entries:   map[key]entry{},
+		entries:   make(map[key]entry, h.snapshotPuts),
 		sources:   map[uint64]source{},
 	}
 	// The snapshot is written whole before the file takes the store's
@@ -62,6 +62,7 @@ func (sc *scanned) scanSnapshot(data []byte, start int64) {
 	end := min(sc.header.indexOff, int64(len(data)))
 	var records []record
 	if sizes, ok := sc.readIndex(data, start); ok {
+		records = make([]record, 0, len(sizes))
 		off := start
 		for _, n := range sizes {
 			r, ok, checked := readRecord(data[:off+int64(n)], off)
@@ -85,7 +86,8 @@ func (sc *scanned) scanSnapshot(data []byte, start int64) {
 			off += int64(r.size)
 		}
 	}
-	var puts []entry
+	puts := make([]entry, 0, len(records))
+	version := ""
 	for _, r := range records {
 		switch r.payload[0] {
 		case kindSource:
@@ -96,11 +98,12 @@ func (sc *scanned) scanSnapshot(data []byte, start int64) {
 			}
 			sc.sources[id] = s
 		case kindPut:
-			p, ok := decodePut(r.payload)
+			p, ok := decodePut(r.payload, version)
 			if !ok {
 				sc.damaged = true
 				continue
 			}
+			version = p.version
 			puts = append(puts, entry{off: r.off, size: r.size, put: p})
 		default:
 			sc.damaged = true
@@ -159,6 +162,7 @@ func (sc *scanned) scanChangeSets(data []byte, off int64) {
 		ops     []op
 		defined map[uint64]source // sources of the change set being read
 		records uint64
+		version string
 	)
 	lookup := func(id uint64) (source, bool) {
 		if s, ok := sc.sources[id]; ok {
@@ -183,10 +187,11 @@ func (sc *scanned) scanChangeSets(data []byte, off int64) {
 			}
 			defined[id] = s
 		case kindPut:
-			p, ok := decodePut(r.payload)
+			p, ok := decodePut(r.payload, version)
 			if !ok {
 				return
 			}
+			version = p.version
 			s, ok := lookup(p.source)
 			if !ok {
 				return

@@ -2,7 +2,6 @@ package lastgood
 
 import (
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sync"
 	"time"
 
@@ -78,11 +76,19 @@ type Store struct {
 	// needRewrite makes the next Apply write the whole file anew: after
 	// a write that failed, or corruption found after Open.
 	needRewrite bool
+	// opened is what Open read, for the first Load to use instead of
+	// reading the file again; Apply and Close drop it.
+	opened *scanned
 	// pendingCorrupt counts resources dropped (at Open, or copying them
 	// in a rewrite) that no Load has reported yet.
 	pendingCorrupt int
 	movedAside     string
-	buf            []byte // the change set being encoded, reused
+	// epoch counts rewrites, to mark the slots a rewrite replaces.
+	epoch uint64
+	// Working buffers, kept from one change set to the next.
+	buf   []byte
+	slots []*slot
+	locs  []slot
 }
 
 var _ engine.Store = (*Store)(nil)
@@ -217,6 +223,9 @@ func (s *Store) openFile() error {
 		if err != nil {
 			s.needRewrite = true
 		}
+		s.opened = sc
+	default:
+		s.opened = sc
 	}
 	return nil
 }
@@ -234,11 +243,12 @@ func (s *Store) openReadOnly() error {
 	return nil
 }
 
-// Load returns the resources the store holds for digest: none when it
-// was written for another digest. A resource that does not check out is
-// left out and counted in Corrupt, as are those dropped since the last
-// Load (at Open, or while rewriting the file). The resources are sorted
-// by authority, type URL and name; their Raw bytes are the caller's.
+// Load returns the resources the store holds for digest, in no
+// particular order: none when it was written for another digest. A
+// resource that does not check out is left out and counted in Corrupt,
+// as are those dropped since the last Load (at Open, or while rewriting
+// the file). Their Raw bytes are the caller's. The first Load after Open
+// uses what Open read, not reading the file again.
 func (s *Store) Load(digest []byte) (engine.Loaded, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -247,14 +257,17 @@ func (s *Store) Load(digest []byte) (engine.Loaded, error) {
 	}
 	loaded := engine.Loaded{Corrupt: s.pendingCorrupt}
 	s.pendingCorrupt = 0
-	data, err := s.read()
-	if err != nil {
-		return loaded, fmt.Errorf("lastgood: reading the store: %w", err)
-	}
-	sc, err := scan(data)
-	if err != nil {
-		s.needRewrite = !s.readOnly
-		return loaded, fmt.Errorf("%w: %s: %v", ErrCorrupt, s.path, err)
+	sc := s.opened
+	s.opened = nil
+	if sc == nil {
+		data, err := s.read()
+		if err != nil {
+			return loaded, fmt.Errorf("lastgood: reading the store: %w", err)
+		}
+		if sc, err = scan(data); err != nil {
+			s.needRewrite = !s.readOnly
+			return loaded, fmt.Errorf("%w: %s: %v", ErrCorrupt, s.path, err)
+		}
 	}
 	if !bytes.Equal(sc.header.digest, digest) {
 		return loaded, nil
@@ -300,9 +313,6 @@ func resources(sc *scanned) []engine.StoredResource {
 			Received:  timeFromNanos(e.put.received),
 		})
 	}
-	slices.SortFunc(out, func(a, b engine.StoredResource) int {
-		return cmp.Or(cmp.Compare(a.Authority, b.Authority), cmp.Compare(a.TypeURL, b.TypeURL), cmp.Compare(a.Name, b.Name))
-	})
 	return out
 }
 
@@ -329,6 +339,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.opened = nil
 	return s.closeFiles()
 }
 

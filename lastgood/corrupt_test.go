@@ -286,11 +286,11 @@ func TestFileBound(t *testing.T) {
 		if fi.Size() != s.size {
 			t.Fatalf("change set %d: the file has %d bytes, the store counts %d", v, fi.Size(), s.size)
 		}
-		if s.size > limit(s.compacted()) {
-			t.Fatalf("change set %d: %d bytes, over the bound %d of %d compacted", v, s.size, limit(s.compacted()), s.compacted())
+		if s.size > limit(s.compacted(), s.raw) {
+			t.Fatalf("change set %d: %d bytes, over the bound %d of %d compacted, %d raw", v, s.size, limit(s.compacted(), s.raw), s.compacted(), s.raw)
 		}
 	}
-	compacted := s.compacted()
+	compacted, raw := s.compacted(), s.raw
 	if rewrites == 0 {
 		t.Error("no change set rewrote the store")
 	}
@@ -304,7 +304,7 @@ func TestFileBound(t *testing.T) {
 		all = append(all, engine.StoreChange{StoredResource: r})
 	}
 	mustApply(t, s2, testDigest, all...)
-	if s2.size != compacted || s2.compacted() != compacted {
-		t.Errorf("a rewrite of the %d resources has %d bytes (%d compacted); the store counted %d", len(all), s2.size, s2.compacted(), compacted)
+	if s2.size != compacted || s2.compacted() != compacted || s2.raw != raw {
+		t.Errorf("a rewrite of the %d resources has %d bytes (%d compacted, %d raw); the store counted %d (%d raw)", len(all), s2.size, s2.compacted(), s2.raw, compacted, raw)
 	}
 }

@@ -116,7 +116,7 @@ func (s *Store) rewrite(digest []byte, keep bool, changes []engine.StoreChange) 
 		}
 		b = appendPut(b[:0], put{source: putIDs[i], name: c.Name, version: c.Version, received: nanosFromTime(c.Received), raw: c.Raw})
 		w.Write(b)
-		putLocs[i] = slot{off: off, size: len(b)}
+		putLocs[i] = slot{off: off, size: len(b), raw: len(c.Raw)}
 		off += int64(len(b))
 		sizes = append(sizes, len(b))
 	}
@@ -180,7 +180,7 @@ func (s *Store) rewrite(digest []byte, keep bool, changes []engine.StoreChange) 
 				sl = &slot{k: k}
 				s.index.add(sl)
 			}
-			sl.off, sl.size, sl.source = putLocs[i].off, putLocs[i].size, putIDs[i]
+			sl.off, sl.size, sl.raw, sl.source = putLocs[i].off, putLocs[i].size, putLocs[i].raw, putIDs[i]
 		}
 	}
 	s.recount(digest)

@@ -5,6 +5,7 @@ type slot struct {
 	k      key
 	off    int64
 	size   int
+	raw    int // the resource's bytes, of size
 	source uint64
 	// mark is the rewrite that replaces the resource (Store.epoch).
 	mark uint64
@@ -33,6 +34,8 @@ type state struct {
 	live     int64
 	records  int
 	indexLen int64 // the sizes of the records in the index
+	// raw is the length of the resources' bytes.
+	raw int64
 }
 
 func newState(digest []byte) state {
@@ -66,6 +69,7 @@ func (st *state) addSource(id uint64, src source) {
 // place counts a slot's record, and its source's, in the compacted file;
 // unplace takes them away.
 func (st *state) place(sl *slot) {
+	st.raw += int64(sl.raw)
 	st.count(sl.size, 1)
 	si := st.sources[sl.source]
 	si.refs++
@@ -75,6 +79,7 @@ func (st *state) place(sl *slot) {
 }
 
 func (st *state) unplace(sl *slot) {
+	st.raw -= int64(sl.raw)
 	st.count(sl.size, -1)
 	si := st.sources[sl.source]
 	si.refs--
@@ -83,9 +88,9 @@ func (st *state) unplace(sl *slot) {
 	}
 }
 
-// set records that the resource k's put record is at off; sl, if not
-// nil, is its slot, found before.
-func (st *state) set(sl *slot, k key, off int64, size int, source uint64) {
+// set records that the resource k's put record is where at says; sl, if
+// not nil, is its slot, found before.
+func (st *state) set(sl *slot, k key, at slot) {
 	if sl == nil || sl.gone {
 		sl = st.index.get(k)
 	}
@@ -95,7 +100,7 @@ func (st *state) set(sl *slot, k key, off int64, size int, source uint64) {
 	} else {
 		st.unplace(sl)
 	}
-	sl.off, sl.size, sl.source = off, size, source
+	sl.off, sl.size, sl.raw, sl.source = at.off, at.size, at.raw, at.source
 	st.place(sl)
 }
 
@@ -116,7 +121,7 @@ func (st *state) remove(sl *slot, k key) {
 // recount counts the compacted file anew, from the slots, and forgets
 // the sources no slot names.
 func (st *state) recount(digest []byte) {
-	st.live, st.records, st.indexLen = int64(headerLen(digest)), 0, 0
+	st.live, st.records, st.indexLen, st.raw = int64(headerLen(digest)), 0, 0, 0
 	for _, si := range st.sources {
 		si.refs = 0
 	}
@@ -126,6 +131,7 @@ func (st *state) recount(digest []byte) {
 		if si == nil || sl.source != si.id {
 			si = st.sources[sl.source]
 		}
+		st.raw += int64(sl.raw)
 		st.count(sl.size, 1)
 		if si.refs++; si.refs == 1 {
 			st.count(si.recLen, 1)
@@ -148,6 +154,6 @@ func (s *Store) adopt(sc *scanned) {
 		s.addSource(id, src)
 	}
 	for k, e := range sc.entries {
-		s.set(nil, k, e.off, e.size, e.put.source)
+		s.set(nil, k, slot{off: e.off, size: e.size, raw: len(e.put.raw), source: e.put.source})
 	}
 }

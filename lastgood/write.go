@@ -16,10 +16,14 @@ const minSlack = 64 << 10
 // sets.
 const maxKeptBuffer = 4 << 20
 
-// limit is the largest the file may grow to when it would be live bytes
-// long if rewritten: half as much again (the disk bound), or minSlack
-// more.
-func limit(live int64) int64 { return max(live+live/2, live+minSlack) }
+// limit is the largest the file may grow to, when it would be compacted
+// bytes long if rewritten and holds raw bytes of resources: 1.5 times
+// raw (the disk bound); or, for resources so small that their keys and
+// versions alone take more than half their size again, 1.25 times
+// compacted; or, for small stores, minSlack more than compacted.
+func limit(compacted, raw int64) int64 {
+	return max(raw+raw/2, compacted+compacted/4, compacted+minSlack)
+}
 
 // Apply writes a change set: appended to the file, or, when that would
 // take the file past 1.5 times its compacted size (or when digest is not
@@ -72,7 +76,9 @@ func (s *Store) appendChanges(changes []engine.StoreChange) error {
 	locs := s.locs[:0]          // of the records written, per change
 	var added map[source]uint64 // sources this change set defines
 	records := 0
-	grow := int64(0) // how much the compacted file grows, near enough to decide
+	// How much the compacted file and the resources' bytes grow, near
+	// enough to decide.
+	grow, growRaw := int64(0), int64(0)
 	for i := range changes {
 		c := &changes[i]
 		k := key{authority: c.Authority, typeURL: c.TypeURL, name: c.Name}
@@ -80,6 +86,7 @@ func (s *Store) appendChanges(changes []engine.StoreChange) error {
 		slots = append(slots, sl)
 		if sl != nil {
 			grow -= int64(sl.size)
+			growRaw -= int64(sl.raw)
 		}
 		if c.Delete {
 			b = appendDelete(b, k)
@@ -106,12 +113,13 @@ func (s *Store) appendChanges(changes []engine.StoreChange) error {
 		start := len(b)
 		b = appendPut(b, put{source: id, name: c.Name, version: c.Version, received: nanosFromTime(c.Received), raw: c.Raw})
 		records++
-		locs = append(locs, slot{off: s.size + int64(start), size: len(b) - start, source: id})
+		locs = append(locs, slot{off: s.size + int64(start), size: len(b) - start, raw: len(c.Raw), source: id})
 		grow += int64(len(b) - start)
+		growRaw += int64(len(c.Raw))
 	}
 	b = appendCommit(b, records)
 	defer func() { s.keepBuffers(b, slots, locs) }()
-	if s.size+int64(len(b)) > limit(s.compacted()+grow) {
+	if s.size+int64(len(b)) > limit(s.compacted()+grow, s.raw+growRaw) {
 		return s.rewrite(s.digest, true, changes)
 	}
 	_, err := s.f.WriteAt(b, s.size)
@@ -135,7 +143,7 @@ func (s *Store) appendChanges(changes []engine.StoreChange) error {
 		if c.Delete {
 			s.remove(slots[i], k)
 		} else {
-			s.set(slots[i], k, locs[i].off, locs[i].size, locs[i].source)
+			s.set(slots[i], k, locs[i])
 		}
 	}
 	s.size += int64(len(b))

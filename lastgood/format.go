@@ -86,11 +86,11 @@ var (
 // parseHeader reads the header at the start of data and returns it with
 // its length.
 func parseHeader(data []byte) (header, int, error) {
+	if n := min(len(data), len(magic)); string(data[:n]) != magic[:n] {
+		return header{}, 0, errBadMagic
+	}
 	if len(data) < headerFixed+4 {
 		return header{}, 0, errBadHeader
-	}
-	if string(data[:8]) != magic {
-		return header{}, 0, errBadMagic
 	}
 	dlen := binary.LittleEndian.Uint32(data[headerFixed-4 : headerFixed])
 	if dlen > maxDigestLen || len(data) < headerFixed+int(dlen)+4 {

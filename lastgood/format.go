@@ -174,11 +174,6 @@ func appendPut(b []byte, p put) []byte {
 	return endRecord(b, start)
 }
 
-// putLen is the length appendPut adds.
-func putLen(p put) int {
-	return frameLen + 1 + uvarintLen(p.source) + stringLen(p.name) + stringLen(p.version) + 8 + len(p.raw)
-}
-
 func appendDelete(b []byte, k key) []byte {
 	b, start := beginRecord(b)
 	b = append(b, kindDelete)
@@ -214,8 +209,6 @@ func uvarintLen(v uint64) int {
 	}
 	return n
 }
-
-func stringLen(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
 
 // key identifies a resource in the store.
 type key struct {

@@ -47,12 +47,14 @@ func storePath(t testing.TB) string {
 	return filepath.Join(t.TempDir(), "store")
 }
 
+// mustOpen opens a store, closed when the test ends if not before.
 func mustOpen(t testing.TB, path string, opts Options) *Store {
 	t.Helper()
 	s, err := Open(path, opts)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", path, err)
 	}
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 

@@ -206,13 +206,15 @@ func (s *Store) openFile() error {
 	switch {
 	case sc.damaged:
 		// Rewrite now, so that what was dropped is gone from the file and
-		// the next change set does not follow a damaged snapshot.
-		s.pendingCorrupt += sc.corrupt
+		// the next change set does not follow a damaged snapshot. Until
+		// then, each Load finds (and counts) what was dropped again.
 		s.log.Warn("lastgood: resources of the store did not check out and were dropped",
 			"path", s.path, "dropped", sc.corrupt)
 		if err := s.rewrite(s.digest, true, nil); err != nil {
 			s.needRewrite = true
 			s.log.Warn("lastgood: rewriting the store failed; the next change set will rewrite it", "path", s.path, "error", err.Error())
+		} else {
+			s.pendingCorrupt += sc.corrupt
 		}
 	case sc.end < int64(len(data)):
 		// A change set was being written when the last writer stopped.

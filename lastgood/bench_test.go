@@ -107,6 +107,39 @@ func BenchmarkApply(b *testing.B) {
 	}
 }
 
+// BenchmarkApplyAll is the engine's scenario (a): a store of 1,000
+// Clusters, every one changed in each change set, so that each rewrites
+// the file.
+func BenchmarkApplyAll(b *testing.B) {
+	for _, shape := range clusterShapes {
+		b.Run(shape.name, func(b *testing.B) {
+			s := mustOpen(b, storePath(b), Options{})
+			sets := make([][]engine.StoreChange, 8)
+			for v := range sets {
+				for i := range benchChange {
+					sets[v] = append(sets[v], clusterPut(i, v, shape.raw))
+				}
+			}
+			mustApply(b, s, testDigest, sets[0]...)
+			baseline := unmarshalBaseline(sets[0])
+			cpu0, cpuOK := processCPU()
+			i := 0
+			for b.Loop() {
+				if err := s.Apply(testDigest, sets[i%len(sets)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			cpu1, _ := processCPU()
+			if cpuOK {
+				perOp := float64(cpu1-cpu0) / float64(i)
+				b.ReportMetric(perOp, "cpu-ns/op")
+				b.ReportMetric(perOp/float64(baseline), "x-unmarshal")
+			}
+		})
+	}
+}
+
 // BenchmarkLoad reads a store of 10,000 Clusters, that has been changed
 // a few times since it was last rewritten.
 func BenchmarkLoad(b *testing.B) {

@@ -174,6 +174,18 @@ func appendPut(b []byte, p put) []byte {
 	return endRecord(b, start)
 }
 
+// putLen, deleteLen and commitLen are the lengths of the records
+// appendPut, appendDelete and appendCommit append.
+func putLen(source uint64, name, version string, raw int) int {
+	return frameLen + 1 + uvarintLen(source) + stringLen(name) + stringLen(version) + 8 + raw
+}
+
+func deleteLen(authority, typeURL, name string) int {
+	return frameLen + 1 + stringLen(authority) + stringLen(typeURL) + stringLen(name)
+}
+
+func commitLen(records int) int { return frameLen + 1 + uvarintLen(uint64(records)) }
+
 func appendDelete(b []byte, k key) []byte {
 	b, start := beginRecord(b)
 	b = append(b, kindDelete)
@@ -209,6 +221,8 @@ func uvarintLen(v uint64) int {
 	}
 	return n
 }
+
+func stringLen(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
 
 // key identifies a resource in the store.
 type key struct {

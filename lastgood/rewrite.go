@@ -83,7 +83,7 @@ func (s *Store) rewrite(digest []byte, keep bool, changes []engine.StoreChange) 
 			os.Remove(tmp.Name())
 		}
 	}()
-	w := bufio.NewWriterSize(tmp, 256<<10)
+	w := bufio.NewWriterSize(tmp, int(min(256<<10, max(4<<10, s.compacted()))))
 	off := int64(headerLen(digest))
 	w.Write(make([]byte, off)) // the header goes here once known
 	b := s.buf[:0]
@@ -108,7 +108,7 @@ func (s *Store) rewrite(digest []byte, keep bool, changes []engine.StoreChange) 
 		off += int64(len(rec))
 		sizes = append(sizes, len(rec))
 	}
-	putLocs := make([]slot, len(changes)) // where each put goes
+	putLocs := make([]at, len(changes)) // where each put goes
 	for i := range changes {
 		c := &changes[i]
 		if c.Delete || last[key{authority: c.Authority, typeURL: c.TypeURL, name: c.Name}] != i {
@@ -116,7 +116,7 @@ func (s *Store) rewrite(digest []byte, keep bool, changes []engine.StoreChange) 
 		}
 		b = appendPut(b[:0], put{source: putIDs[i], name: c.Name, version: c.Version, received: nanosFromTime(c.Received), raw: c.Raw})
 		w.Write(b)
-		putLocs[i] = slot{off: off, size: len(b), raw: len(c.Raw)}
+		putLocs[i] = at{off: off, size: len(b), raw: len(c.Raw)}
 		off += int64(len(b))
 		sizes = append(sizes, len(b))
 	}

@@ -14,6 +14,14 @@ type slot struct {
 	gone bool
 }
 
+// at is where a put record is, and what it holds.
+type at struct {
+	off    int64
+	size   int
+	raw    int
+	source uint64
+}
+
 type sourceInfo struct {
 	source
 	id     uint64
@@ -90,7 +98,7 @@ func (st *state) unplace(sl *slot) {
 
 // set records that the resource k's put record is where at says; sl, if
 // not nil, is its slot, found before.
-func (st *state) set(sl *slot, k key, at slot) {
+func (st *state) set(sl *slot, k key, a at) {
 	if sl == nil || sl.gone {
 		sl = st.index.get(k)
 	}
@@ -100,7 +108,7 @@ func (st *state) set(sl *slot, k key, at slot) {
 	} else {
 		st.unplace(sl)
 	}
-	sl.off, sl.size, sl.raw, sl.source = at.off, at.size, at.raw, at.source
+	sl.off, sl.size, sl.raw, sl.source = a.off, a.size, a.raw, a.source
 	st.place(sl)
 }
 
@@ -154,6 +162,6 @@ func (s *Store) adopt(sc *scanned) {
 		s.addSource(id, src)
 	}
 	for k, e := range sc.entries {
-		s.set(nil, k, slot{off: e.off, size: e.size, raw: len(e.put.raw), source: e.put.source})
+		s.set(nil, k, at{off: e.off, size: e.size, raw: len(e.put.raw), source: e.put.source})
 	}
 }

@@ -88,7 +88,7 @@ type Store struct {
 	// Working buffers, kept from one change set to the next.
 	buf   []byte
 	slots []*slot
-	locs  []slot
+	locs  []at
 }
 
 var _ engine.Store = (*Store)(nil)

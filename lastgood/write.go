@@ -3,6 +3,7 @@ package lastgood
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/xdsengine/xdsengine/engine"
 )
@@ -71,27 +72,25 @@ func checkApply(digest []byte, changes []engine.StoreChange) error {
 }
 
 func (s *Store) appendChanges(changes []engine.StoreChange) error {
-	b := s.buf[:0]
-	slots := s.slots[:0]        // of the resources changes name, nil for new ones
-	locs := s.locs[:0]          // of the records written, per change
+	// First what the change set would add, to decide between appending
+	// and rewriting before encoding anything.
+	slots := s.slots[:0] // of the resources changes name, nil for new ones
+	defer func() { s.keepSlots(slots) }()
 	var added map[source]uint64 // sources this change set defines
-	records := 0
+	batch := 0
 	// How much the compacted file and the resources' bytes grow, near
 	// enough to decide.
 	grow, growRaw := int64(0), int64(0)
 	for i := range changes {
 		c := &changes[i]
-		k := key{authority: c.Authority, typeURL: c.TypeURL, name: c.Name}
-		sl := s.index.get(k)
+		sl := s.index.get(key{authority: c.Authority, typeURL: c.TypeURL, name: c.Name})
 		slots = append(slots, sl)
 		if sl != nil {
 			grow -= int64(sl.size)
 			growRaw -= int64(sl.raw)
 		}
 		if c.Delete {
-			b = appendDelete(b, k)
-			records++
-			locs = append(locs, slot{})
+			batch += deleteLen(c.Authority, c.TypeURL, c.Name)
 			continue
 		}
 		src := source{authority: c.Authority, server: c.Server, typeURL: c.TypeURL}
@@ -105,22 +104,50 @@ func (s *Store) appendChanges(changes []engine.StoreChange) error {
 				added = map[source]uint64{}
 			}
 			added[src] = id
-			start := len(b)
-			b = appendSource(b, id, src)
-			records++
-			grow += int64(len(b) - start)
+			n := len(appendSource(nil, id, src))
+			batch += n
+			grow += int64(n)
+		}
+		n := putLen(id, c.Name, c.Version, len(c.Raw))
+		batch += n
+		grow += int64(n)
+		growRaw += int64(len(c.Raw))
+	}
+	batch += commitLen(len(changes) + len(added))
+	if s.size+int64(batch) > limit(s.compacted()+grow, s.raw+growRaw) {
+		return s.rewrite(s.digest, true, changes)
+	}
+
+	b := slices.Grow(s.buf[:0], batch)
+	locs := slices.Grow(s.locs[:0], len(changes))[:len(changes)] // of the put records
+	defer func() {
+		if cap(locs) <= maxKeptBuffer/32 {
+			s.locs = locs[:0]
+		}
+	}()
+	defined := make(map[source]bool, len(added))
+	for i := range changes {
+		c := &changes[i]
+		if c.Delete {
+			b = appendDelete(b, key{authority: c.Authority, typeURL: c.TypeURL, name: c.Name})
+			continue
+		}
+		src := source{authority: c.Authority, server: c.Server, typeURL: c.TypeURL}
+		id, ok := s.sourceIDs[src]
+		if !ok {
+			id = added[src]
+			if !defined[src] {
+				b = appendSource(b, id, src)
+				defined[src] = true
+			}
 		}
 		start := len(b)
 		b = appendPut(b, put{source: id, name: c.Name, version: c.Version, received: nanosFromTime(c.Received), raw: c.Raw})
-		records++
-		locs = append(locs, slot{off: s.size + int64(start), size: len(b) - start, raw: len(c.Raw), source: id})
-		grow += int64(len(b) - start)
-		growRaw += int64(len(c.Raw))
+		locs[i] = at{off: s.size + int64(start), size: len(b) - start, raw: len(c.Raw), source: id}
 	}
-	b = appendCommit(b, records)
-	defer func() { s.keepBuffers(b, slots, locs) }()
-	if s.size+int64(len(b)) > limit(s.compacted()+grow, s.raw+growRaw) {
-		return s.rewrite(s.digest, true, changes)
+	b = appendCommit(b, len(changes)+len(added))
+	if cap(b) <= maxKeptBuffer {
+		s.buf = b
 	}
 	_, err := s.f.WriteAt(b, s.size)
 	if err == nil {
@@ -150,14 +177,11 @@ func (s *Store) appendChanges(changes []engine.StoreChange) error {
 	return nil
 }
 
-// keepBuffers keeps the working buffers of a change set for the next,
-// unless they grew large.
-func (s *Store) keepBuffers(b []byte, slots []*slot, locs []slot) {
-	if cap(b) <= maxKeptBuffer {
-		s.buf = b
-	}
+// keepSlots keeps the slots' buffer for the next change set, unless it
+// grew large.
+func (s *Store) keepSlots(slots []*slot) {
 	if cap(slots) <= maxKeptBuffer/8 {
 		clear(slots)
-		s.slots, s.locs = slots[:0], locs[:0]
+		s.slots = slots[:0]
 	}
 }

@@ -44,7 +44,7 @@ func (s *Store) rewrite(digest []byte, keep bool, changes []engine.StoreChange) 
 		}
 		if len(kept) > 0 {
 			// The records kept are copied from the file as it is, read
-			// whole: at most 1.5 times what is copied.
+			// whole: within its bound, not much more than what is kept.
 			oldFile = make([]byte, s.size)
 			if _, err := s.f.ReadAt(oldFile, 0); err != nil {
 				return fmt.Errorf("lastgood: rewriting the store: reading it: %w", err)

@@ -7,8 +7,9 @@
 //	if err != nil {
 //		return err // the directory's permissions, or another process holds the store
 //	}
-//	defer store.Close()
 //	e, err := engine.New(engine.Config{Bootstrap: bs, Registry: reg, Store: store})
+//
+// The engine closes the store when it closes (Close may be called again).
 //
 // xdsctl lists a store without a server: xdsctl store PATH.
 //

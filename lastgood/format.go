@@ -22,8 +22,9 @@ const FormatVersion = 1
 // A payload begins with its kind:
 //
 //	'S' source:  id uvarint, authority, server, type URL
-//	'P' put:     source id uvarint, name, version, received i64 (Unix
-//	             nanoseconds), the resource's bytes (the rest)
+//	'P' put:     source id uvarint, name, version, received i64 and
+//	             expires i64 (Unix nanoseconds, 0 for none), the
+//	             resource's bytes (the rest)
 //	'D' delete:  authority, type URL, name
 //	'C' commit:  the number of records of the change set before it
 //	'I' index:   the number of records of the snapshot, and the size of
@@ -160,6 +161,7 @@ type put struct {
 	name     string
 	version  string
 	received int64
+	expires  int64 // 0: none
 	raw      []byte
 }
 
@@ -170,6 +172,7 @@ func appendPut(b []byte, p put) []byte {
 	b = appendString(b, p.name)
 	b = appendString(b, p.version)
 	b = binary.LittleEndian.AppendUint64(b, uint64(p.received))
+	b = binary.LittleEndian.AppendUint64(b, uint64(p.expires))
 	b = append(b, p.raw...)
 	return endRecord(b, start)
 }
@@ -177,7 +180,7 @@ func appendPut(b []byte, p put) []byte {
 // putLen, deleteLen and commitLen are the lengths of the records
 // appendPut, appendDelete and appendCommit append.
 func putLen(source uint64, name, version string, raw int) int {
-	return frameLen + 1 + uvarintLen(source) + stringLen(name) + stringLen(version) + 8 + raw
+	return frameLen + 1 + uvarintLen(source) + stringLen(name) + stringLen(version) + 16 + raw
 }
 
 func deleteLen(authority, typeURL, name string) int {
@@ -315,6 +318,7 @@ func decodePut(payload []byte, version string) (put, bool) {
 		p.version = string(v)
 	}
 	p.received = d.int64()
+	p.expires = d.int64()
 	if d.bad {
 		return put{}, false
 	}

@@ -114,7 +114,7 @@ func (s *Store) rewrite(digest []byte, keep bool, changes []engine.StoreChange) 
 		if c.Delete || last[key{authority: c.Authority, typeURL: c.TypeURL, name: c.Name}] != i {
 			continue
 		}
-		b = appendPut(b[:0], put{source: putIDs[i], name: c.Name, version: c.Version, received: nanosFromTime(c.Received), raw: c.Raw})
+		b = appendPut(b[:0], put{source: putIDs[i], name: c.Name, version: c.Version, received: nanosFromTime(c.Received), expires: nanosFromTime(c.Expires), raw: c.Raw})
 		w.Write(b)
 		putLocs[i] = at{off: off, size: len(b), raw: len(c.Raw)}
 		off += int64(len(b))

@@ -313,6 +313,7 @@ func resources(sc *scanned) []engine.StoredResource {
 			Version:   e.put.version,
 			Raw:       arena[start:len(arena):len(arena)],
 			Received:  timeFromNanos(e.put.received),
+			Expires:   timeFromNanos(e.put.expires),
 		})
 	}
 	return out

@@ -35,6 +35,7 @@ func TestRoundTrip(t *testing.T) {
 			Version:  "v1",
 			Raw:      bytes.Repeat([]byte{0xff, 0}, 40000),
 			Received: received,
+			Expires:  received.Add(30 * time.Second), // a ttl the server sent
 		}},
 	}
 	s := mustOpen(t, path, Options{})

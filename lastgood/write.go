@@ -142,7 +142,7 @@ func (s *Store) appendChanges(changes []engine.StoreChange) error {
 			}
 		}
 		start := len(b)
-		b = appendPut(b, put{source: id, name: c.Name, version: c.Version, received: nanosFromTime(c.Received), raw: c.Raw})
+		b = appendPut(b, put{source: id, name: c.Name, version: c.Version, received: nanosFromTime(c.Received), expires: nanosFromTime(c.Expires), raw: c.Raw})
 		locs[i] = at{off: s.size + int64(start), size: len(b) - start, raw: len(c.Raw), source: id}
 	}
 	b = appendCommit(b, len(changes)+len(added))

@@ -79,10 +79,11 @@ func (c *channel) applyResourceLocked(r *wire.Response, res *wire.Resource, en *
 	}
 	if c.holdsLocked(en, res.Raw) {
 		en.version, en.updated = version, r.Received
-		e.keepLocked(en)
+		e.keepLocked(en, res.TTL)
 		return
 	}
 	e.onValidLocked(en, res.Value, res.Raw, version, r.Received, c, r.Gate)
+	e.keepLocked(en, res.TTL)
 }
 
 // holdsLocked reports whether en holds raw's very array (the decode memo

@@ -182,7 +182,6 @@ func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, v
 	en.fail = nil
 	en.source = c
 	en.raw = raw
-	e.keepLocked(en)
 	if identical {
 		if hadAmbient {
 			e.notifyAmbientLocked(en, nil, gate)

@@ -41,8 +41,11 @@ type Config struct {
 	Encoder Encoder
 	// Store, when set, gives each key's engine its last-known-good store
 	// (engine.Config.Store), so that a relay restarted while its servers
-	// are unreachable serves what it last accepted. A store must be one
-	// key's only: the engine keeps one node's configuration in it.
+	// are unreachable serves what it last accepted ([StoreDir] keeps them
+	// in files). A store must be one key's only: the engine keeps one
+	// node's configuration in it, and closes it when the key's engine
+	// closes (the key idle for the linger, or the relay closed); the key
+	// asks for it again if it comes back.
 	Store func(key string) (engine.Store, error)
 	// Logger receives the relay's logs, and the engines' when
 	// Upstream.Logger is nil. Nil discards them.
@@ -61,6 +64,9 @@ func (c *Config) check() error {
 	}
 	if c.Upstream.Registry == nil {
 		return errors.New("relay: Config.Upstream.Registry is required")
+	}
+	if c.Upstream.Store != nil {
+		return errors.New("relay: Config.Upstream.Store is one engine's, and the relay has one per key: set Config.Store")
 	}
 	if c.Linger < 0 {
 		return errors.New("relay: Config.Linger must not be negative")

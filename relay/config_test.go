@@ -28,6 +28,7 @@ func TestNewRejects(t *testing.T) {
 		{"no bootstrap", relay.Config{Upstream: engine.Config{Registry: builtin.Registry()}}, "Config.Upstream.Bootstrap is required"},
 		{"no registry", relay.Config{Upstream: engine.Config{Bootstrap: bs}}, "Config.Upstream.Registry is required"},
 		{"negative linger", relay.Config{Upstream: engine.Config{Bootstrap: bs, Registry: builtin.Registry()}, Linger: -1}, "Config.Linger must not be negative"},
+		{"an upstream store", relay.Config{Upstream: engine.Config{Bootstrap: bs, Registry: builtin.Registry(), Store: &recordingStore{}}}, "set Config.Store"},
 		{"no server", relay.Config{Upstream: engine.Config{Bootstrap: &bootstrap.Bootstrap{}, Registry: builtin.Registry()}}, "server"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,8 +13,6 @@ type group struct {
 	r   *Relay
 	key string
 	eng *engine.Engine
-	// store is the engine's last-known-good store, closed after it.
-	store engine.Store
 	// watches counts the downstream watches of the key (guarded by r.mu).
 	watches int
 
@@ -53,12 +51,12 @@ func (r *Relay) newGroup(key string) (*group, error) {
 		if err != nil {
 			return nil, fmt.Errorf("relay: the store of aggregation key %q: %w", key, err)
 		}
-		cfg.Store, g.store = st, st
+		cfg.Store = st
 	}
 	e, err := engine.New(cfg)
 	if err != nil {
-		if g.store != nil {
-			g.store.Close()
+		if cfg.Store != nil {
+			cfg.Store.Close() // the engine closes the store it runs with
 		}
 		return nil, fmt.Errorf("relay: the engine of aggregation key %q: %w", key, err)
 	}
@@ -156,7 +154,8 @@ func (g *group) idle() bool {
 	return true
 }
 
-// close ends the group: its flusher, its timer, its engine.
+// close ends the group: its flusher, its timer, its engine and the
+// engine's store.
 func (g *group) close() error {
 	g.reapMu.Lock()
 	g.closing = true
@@ -166,11 +165,5 @@ func (g *group) close() error {
 	g.reapMu.Unlock()
 	close(g.stop)
 	<-g.flushed
-	err := g.eng.Close()
-	if g.store != nil {
-		if serr := g.store.Close(); err == nil {
-			err = serr
-		}
-	}
-	return err
+	return g.eng.Close() // and its store
 }

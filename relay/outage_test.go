@@ -10,6 +10,7 @@ import (
 
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/lastgood"
 	"github.com/xdsengine/xdsengine/relay"
 	"github.com/xdsengine/xdsengine/relay/relaytest"
 	"github.com/xdsengine/xdsengine/types/cds"
@@ -184,4 +185,34 @@ func TestHeldUntilResolved(t *testing.T) {
 		t.Fatalf("the held client's answer has %d listeners, want both", n)
 	}
 	reconnecting.none(t, quiet)
+}
+
+// TestRestartDuringOutageWithStore: a relay that keeps each key's last
+// good configuration (StoreDir) and restarts while its upstream is down
+// serves it: to its clients, which keep it, and to a client that never
+// had it.
+func TestRestartDuringOutageWithStore(t *testing.T) {
+	dir := t.TempDir()
+	up := newUpstream(t, "upstream")
+	up.Set(meshResources("eds-1")...)
+	withStore := func(c *relay.Config) { c.Store = relay.StoreDir(dir, lastgood.Options{}) }
+	first := newRelay(t, up, relaytest.Options{}, withStore)
+	old := watchMesh(t, client(t, first, relaytest.BootstrapOptions{NodeID: "old", Cluster: "blue", ServerFeatures: strict}))
+	old.waitFor(t, "eds-1")
+
+	up.Stop()
+	first.Close()
+	second := newRelay(t, up, relaytest.Options{Port: first.Port()}, withStore)
+	fresh := watchMesh(t, client(t, second, relaytest.BootstrapOptions{NodeID: "fresh", Cluster: "blue", ServerFeatures: strict}))
+	fresh.waitFor(t, "eds-1")
+	if s := keyStatus(t, second.Relay()); s.Err == nil || s.Connected {
+		t.Errorf("the key's status %+v, want its upstream failing", s)
+	}
+
+	up.Restart()
+	up.Update(cds.TypeURL, xdstest.R("cluster-1", xdstest.Cluster("cluster-1", "eds-2")))
+	for _, w := range []clientWatches{old, fresh} {
+		w.waitFor(t, "eds-2")
+		w.kept(t, "through the relay's restart during the outage")
+	}
 }

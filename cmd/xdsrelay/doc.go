@@ -26,6 +26,9 @@
 //	                     (a string field of the node's metadata)
 //	  --linger DUR       how long an upstream subscription outlives its last
 //	                     client (default 30s)
+//	  --store DIR        keep each key's last good configuration in a file of DIR
+//	                     (package lastgood), so that a relay restarted while its
+//	                     upstream is unreachable serves it
 //	  --grace DUR        how long a shutdown waits for streams to end (default 10s)
 //	  --log-level LEVEL  debug, info, warn or error (default info)
 //	  --demo             serve a demo configuration from an embedded go-control-plane

@@ -19,6 +19,7 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/csds"
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/lastgood"
 	"github.com/xdsengine/xdsengine/relay"
 	"github.com/xdsengine/xdsengine/types/builtin"
 )
@@ -53,6 +54,9 @@ Flags:
                      (a string field of the node's metadata)
   --linger DUR       how long an upstream subscription outlives its last
                      client (default 30s)
+  --store DIR        keep each key's last good configuration in a file of DIR
+                     (package lastgood), so that a relay restarted while its
+                     upstream is unreachable serves it
   --grace DUR        how long a shutdown waits for streams to end (default 10s)
   --log-level LEVEL  debug, info, warn or error (default info)
   --demo             serve a demo configuration from an embedded go-control-plane
@@ -87,7 +91,7 @@ Exit status:
 `
 
 type options struct {
-	bootstrap, listen         string
+	bootstrap, listen, store  string
 	tlsCert, tlsKey, clientCA string
 	key, logLevel             string
 	linger, grace             time.Duration
@@ -103,6 +107,7 @@ func parseFlags(args []string) (*options, bool, error) {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.bootstrap, "bootstrap", "", "")
 	fs.StringVar(&o.listen, "listen", "localhost:18000", "")
+	fs.StringVar(&o.store, "store", "", "")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "")
 	fs.StringVar(&o.clientCA, "client-ca", "", "")
@@ -202,12 +207,16 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 		return err
 	}
 	defer stopDemo()
-	r, err := relay.New(relay.Config{
+	cfg := relay.Config{
 		Upstream:    engine.Config{Bootstrap: bs, Registry: builtin.Registry(), UserAgentName: "xdsrelay"},
 		Aggregation: o.agg,
 		Linger:      o.linger,
 		Logger:      log,
-	})
+	}
+	if o.store != "" {
+		cfg.Store = relay.StoreDir(o.store, lastgood.Options{Logger: log})
+	}
+	r, err := relay.New(cfg)
 	if err != nil {
 		return err
 	}

@@ -306,3 +306,28 @@ func TestDemo(t *testing.T) {
 		}
 	}
 }
+
+// TestStore: with --store, xdsrelay restarted while its upstream is down
+// serves what it had.
+func TestStore(t *testing.T) {
+	up := xdstest.NewServer(t, xdstest.Options{})
+	up.Set(xdstest.R("cluster-1", xdstest.Cluster("cluster-1", "eds-1")))
+	dir := t.TempDir()
+	boot := filepath.Join(dir, "bootstrap.json")
+	if err := os.WriteFile(boot, up.Bootstrap(xdstest.BootstrapOptions{NodeID: "relay"}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(dir, "store")
+	first := start(t, "--bootstrap", boot, "--store", store)
+	waitForEDS(t, clientOf(t, first.addr, "blue"), "cluster-1", "eds-1")
+	first.stop()
+	<-first.code
+	first.code <- exitOK
+	if _, err := os.Stat(filepath.Join(store, "key=blue.lastgood")); err != nil {
+		t.Fatalf("the key's store: %v", err)
+	}
+
+	up.Stop()
+	second := start(t, "--bootstrap", boot, "--store", store)
+	waitForEDS(t, clientOf(t, second.addr, "blue"), "cluster-1", "eds-1")
+}

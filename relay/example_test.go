@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"os"
+	"path/filepath"
 
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/grpc"
@@ -13,6 +15,7 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/csds"
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/lastgood"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/relay"
 	"github.com/xdsengine/xdsengine/types/builtin"
@@ -166,4 +169,27 @@ func ExampleDefaultEncoder() {
 	}
 	fmt.Println(decoded.Name, decoded.Resource.(*cds.Cluster).EDSName())
 	// Output: backend backend-eds
+}
+
+// ExampleStoreDir keeps each key's last good configuration in a file of
+// a directory, named after the key.
+func ExampleStoreDir() {
+	dir, err := os.MkdirTemp("", "relay-store")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	cfg := relay.Config{Store: relay.StoreDir(dir, lastgood.Options{})}
+
+	// The relay opens a key's store with its engine; the engine closes it.
+	s, err := cfg.Store("blue/east")
+	if err != nil {
+		log.Fatal(err)
+	}
+	s.Close()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.lastgood"))
+	for _, f := range files {
+		fmt.Println(filepath.Base(f))
+	}
+	// Output: key=blue%2Feast.lastgood
 }

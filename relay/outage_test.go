@@ -43,16 +43,6 @@ func (w clientWatches) kept(t *testing.T, what string) {
 	w.cluster.kept(t, what)
 }
 
-// onlyKey returns the relay's only key's status, false if it has not
-// exactly one.
-func onlyKey(r *relay.Relay) (relay.KeyStatus, bool) {
-	st := r.Status()
-	if len(st) != 1 {
-		return relay.KeyStatus{}, false
-	}
-	return st[0], true
-}
-
 // keyStatus returns the relay's only key's status.
 func keyStatus(t *testing.T, r *relay.Relay) relay.KeyStatus {
 	t.Helper()

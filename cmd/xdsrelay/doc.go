@@ -21,6 +21,11 @@
 //	  --tls-key FILE     ...and this private key (PEM)
 //	  --client-ca FILE   require client certificates signed by these CAs (PEM):
 //	                     mutual TLS; needs --tls-cert and --tls-key
+//	  --registry NAME    the resource types relayed, and how strictly they are
+//	                     validated: builtin (the default: gRPC's rules, for gRPC
+//	                     clients; what they would reject is NACKed upstream) or
+//	                     passthrough (every Envoy type, checked against its proto's
+//	                     constraints and served as the upstream sent it, for Envoy)
 //	  --key KEY          which clients share a configuration: cluster (the node's
 //	                     cluster, the default), id (the node ID) or metadata:NAME
 //	                     (a string field of the node's metadata)

@@ -20,8 +20,10 @@ import (
 	"github.com/xdsengine/xdsengine/csds"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/lastgood"
+	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/relay"
 	"github.com/xdsengine/xdsengine/types/builtin"
+	"github.com/xdsengine/xdsengine/types/passthrough"
 )
 
 // Exit codes.
@@ -49,6 +51,11 @@ Flags:
   --tls-key FILE     ...and this private key (PEM)
   --client-ca FILE   require client certificates signed by these CAs (PEM):
                      mutual TLS; needs --tls-cert and --tls-key
+  --registry NAME    the resource types relayed, and how strictly they are
+                     validated: builtin (the default: gRPC's rules, for gRPC
+                     clients; what they would reject is NACKed upstream) or
+                     passthrough (every Envoy type, checked against its proto's
+                     constraints and served as the upstream sent it, for Envoy)
   --key KEY          which clients share a configuration: cluster (the node's
                      cluster, the default), id (the node ID) or metadata:NAME
                      (a string field of the node's metadata)
@@ -93,12 +100,19 @@ Exit status:
 type options struct {
 	bootstrap, listen, store  string
 	tlsCert, tlsKey, clientCA string
-	key, logLevel             string
+	key, logLevel, registry   string
 	linger, grace             time.Duration
 	demo, version             bool
 	demoInterval              time.Duration // how often the demo upstream changes
 	agg                       relay.Aggregation
+	reg                       func() *registry.Registry
 	level                     slog.Level
+}
+
+// registries are the --registry choices.
+var registries = map[string]func() *registry.Registry{
+	"builtin":     builtin.Registry,
+	"passthrough": passthrough.Registry,
 }
 
 func parseFlags(args []string) (*options, bool, error) {
@@ -112,6 +126,7 @@ func parseFlags(args []string) (*options, bool, error) {
 	fs.StringVar(&o.tlsKey, "tls-key", "", "")
 	fs.StringVar(&o.clientCA, "client-ca", "", "")
 	fs.StringVar(&o.key, "key", "cluster", "")
+	fs.StringVar(&o.registry, "registry", "builtin", "")
 	fs.DurationVar(&o.linger, "linger", relay.DefaultLinger, "")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "")
 	fs.StringVar(&o.logLevel, "log-level", "info", "")
@@ -130,6 +145,9 @@ func parseFlags(args []string) (*options, bool, error) {
 	var err error
 	if o.agg, err = relay.ParseAggregation(o.key); err != nil {
 		return nil, false, fmt.Errorf("--key: %w", err)
+	}
+	if o.reg = registries[o.registry]; o.reg == nil {
+		return nil, false, fmt.Errorf("--registry %q: want builtin or passthrough", o.registry)
 	}
 	if err := o.level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return nil, false, fmt.Errorf("--log-level %q: want debug, info, warn or error", o.logLevel)
@@ -208,7 +226,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 	}
 	defer stopDemo()
 	cfg := relay.Config{
-		Upstream:    engine.Config{Bootstrap: bs, Registry: builtin.Registry(), UserAgentName: "xdsrelay"},
+		Upstream:    engine.Config{Bootstrap: bs, Registry: o.reg(), UserAgentName: "xdsrelay"},
 		Aggregation: o.agg,
 		Linger:      o.linger,
 		Logger:      log,

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
@@ -68,6 +71,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"--key", "node"}, exitUsage, "", `--key: aggregation key "node": want cluster, id or metadata:NAME`},
 		{[]string{"--key", "metadata:"}, exitUsage, "", "metadata needs a field name"},
 		{[]string{"--linger", "0s"}, exitUsage, "", "--linger 0s: must be positive"},
+		{[]string{"--registry", "envoy"}, exitUsage, "", `--registry "envoy": want builtin or passthrough`},
 		{[]string{"--tls-cert", "c.pem"}, exitUsage, "", "--tls-cert and --tls-key go together"},
 		{[]string{"--client-ca", "ca.pem"}, exitUsage, "", "--client-ca needs --tls-cert and --tls-key"},
 		{[]string{"--log-level", "loud"}, exitUsage, "", `--log-level "loud"`},
@@ -330,4 +334,34 @@ func TestStore(t *testing.T) {
 	up.Stop()
 	second := start(t, "--bootstrap", boot, "--store", store)
 	waitForEDS(t, clientOf(t, second.addr, "blue"), "cluster-1", "eds-1")
+}
+
+// TestPassthroughRegistry: --registry passthrough relays what gRPC's
+// rules reject, such as Envoy's STATIC clusters.
+func TestPassthroughRegistry(t *testing.T) {
+	up := xdstest.NewServer(t, xdstest.Options{})
+	up.Set(xdstest.R("BlackHoleCluster", &clusterpb.Cluster{Name: "BlackHoleCluster",
+		ClusterDiscoveryType: &clusterpb.Cluster_Type{Type: clusterpb.Cluster_STATIC}}))
+	boot := filepath.Join(t.TempDir(), "bootstrap.json")
+	if err := os.WriteFile(boot, up.Bootstrap(xdstest.BootstrapOptions{NodeID: "relay"}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, "--bootstrap", boot, "--registry", "passthrough")
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	st, err := discoverypb.NewAggregatedDiscoveryServiceClient(dialPlain(t, r.addr)).StreamAggregatedResources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Envoy's wildcard: no names.
+	if err := st.Send(&discoverypb.DiscoveryRequest{Node: &corepb.Node{Id: "envoy", Cluster: "blue"}, TypeUrl: cds.TypeURL}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := st.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(resp.GetResources()); n != 1 {
+		t.Fatalf("the Envoy client got %d clusters, want the STATIC one: %v", n, resp)
+	}
 }

@@ -90,6 +90,10 @@ Try it:
   GRPC_XDS_BOOTSTRAP_CONFIG='{"xds_servers": [{"server_uri": "localhost:18000",
     "channel_creds": [{"type": "insecure"}]}], "node": {"id": "me", "cluster": "demo"}}' \
     go run ./cmd/xdsctl watch eds demo-endpoints
+The demo's endpoints change every 5s. With the same bootstrap, a gRPC
+client's channel to xds:///demo.example.com reaches the demo's backends
+(grpc.health.v1.Health, service "demo"); "xdsctl dump --csds
+localhost:18000" shows the relay's engines.
 
 Exit status:
   0  stopped by SIGINT or SIGTERM, after a graceful shutdown

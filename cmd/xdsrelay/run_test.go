@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/xds"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
@@ -288,9 +289,23 @@ func TestMutualTLS(t *testing.T) {
 	}
 }
 
-// TestDemo: --demo relays its own upstream, whose endpoints change.
+// TestDemo: --demo relays its own upstream, whose endpoints change, to
+// xdsengine clients and to grpc-go's, whose RPCs reach the demo's
+// backends.
 func TestDemo(t *testing.T) {
 	r := start(t, "--demo", "--demo-interval", "20ms")
+	resolver, err := xds.NewXDSResolverWithConfigForTesting(fmt.Appendf(nil,
+		`{"xds_servers": [{"server_uri": %q, "channel_creds": [{"type": "insecure"}]}], "node": {"id": "grpc-go", "cluster": "demo"}}`, r.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := grpc.NewClient("xds:///"+demoListener, grpc.WithResolvers(resolver), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	waitForHealth(t, cc, "demo", healthpb.HealthCheckResponse_SERVING)
+
 	c := clientOf(t, r.addr, "demo")
 	seen := make(chan int, 100)
 	defer c.Watch(eds.TypeURL, demoEndpoints, engine.WatcherFuncs{ResourceChanged: func(res registry.Resource, err error, done func()) {

@@ -38,12 +38,13 @@
 // subscribes to, reference-counted, and one wildcard subscription
 // (Engine.WatchAll) while a client subscribes to the whole type, as Envoy
 // does for Listeners and Clusters: with no names in State of the World
-// (legacy wildcard), or "*" in either protocol. go-control-plane's watches are one-shot, and the server
-// cancels a watch before each new request of its stream, so a reference
-// is held from a watch's creation to its cancellation, and a subscription
-// without references lingers ([Config.Linger], [DefaultLinger]) before it
-// is ended upstream: an ACK costs nothing upstream, nor does a client
-// that reconnects within the linger.
+// (legacy wildcard), or "*" in either protocol. go-control-plane's
+// watches are one-shot, and the server cancels a watch before each new
+// request of its stream, so a reference is held from a watch's creation
+// to its cancellation, and a subscription without references lingers
+// ([Config.Linger], [DefaultLinger]) before it is ended upstream: an ACK
+// costs nothing upstream, nor does a client that reconnects within the
+// linger.
 //
 // # Serving
 //
@@ -105,6 +106,20 @@
 // csds.Source ([Relay.ClientConfigs]): CSDS shows every key's engine,
 // client_scope being the key. The metrics go to Config.MeterProvider,
 // beside the engines' gRFC A78 ones labelled with the key as grpc.target.
+//
+// # Limits
+//
+// go-control-plane's server cannot send xRFC TP3 resource errors, and
+// State of the World cannot say that a resource does not exist except for
+// Listeners and Clusters: a client of a resource the upstream never sent
+// learns of it from its own does-not-exist timer, and of an unreachable
+// upstream nothing, as from a silent server. Resources are served bare,
+// without the Resource wrapper: a type named only by its wrapper (VHDS's
+// virtual hosts, LEDS's collections) keeps its names over incremental
+// xDS alone. go-control-plane's server buffers twenty responses of an
+// incremental stream (twice its ten known types): a client that stops
+// reading while subscribed to more types than that over one stream can
+// hold up the updates of the other clients of its key.
 //
 // Package relaytest starts a relay on loopback, for tests and benchmarks
 // of clients behind one.

@@ -72,7 +72,7 @@ func (tc *typeCache) open(w *downWatch) {
 	defer tc.mu.Unlock()
 	tc.watches++
 	tc.acquireLocked(w.subscribed, w.wildcard)
-	w.waitWildcard = w.wildcard
+	w.waitWildcard = w.wildcard && !tc.unknown
 	for name, version := range w.sub.ReturnedResources() {
 		if version == "" {
 			continue // unsubscribed from under a wildcard: nothing held

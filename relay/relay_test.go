@@ -3,6 +3,8 @@ package relay_test
 import (
 	"testing"
 
+	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/relay/relaytest"
 	"github.com/xdsengine/xdsengine/types/cds"
@@ -77,5 +79,33 @@ func TestFanOut(t *testing.T) {
 				t.Errorf("upstream streams opened = %d, want 1 for %d clients of one key", n, len(tc.delta))
 			}
 		})
+	}
+}
+
+// TestUnknownType: a type the relay's registry does not have is answered
+// with nothing, by name or wildcard, and the stream goes on serving the
+// others (go-control-plane's MuxCache would end it).
+func TestUnknownType(t *testing.T) {
+	const secrets = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
+	up := newUpstream(t, "upstream")
+	up.Set(meshResources("eds-1")...)
+	r := newRelay(t, up, relaytest.Options{}, nil)
+	s := openSotw(t, r.Addr())
+	s.request(t, &discoverypb.DiscoveryRequest{Node: node("envoy", "blue"), TypeUrl: secrets})
+	s.request(t, &discoverypb.DiscoveryRequest{TypeUrl: cds.TypeURL, ResourceNames: []string{"cluster-1"}})
+	secretsAnswered := false
+	for clusters := 0; !secretsAnswered || clusters == 0; {
+		resp := s.next(t)
+		switch resp.GetTypeUrl() {
+		case secrets:
+			secretsAnswered = true
+			if n := len(resp.GetResources()); n != 0 {
+				t.Fatalf("%d secrets served, want none", n)
+			}
+		case cds.TypeURL:
+			clusters = len(resp.GetResources())
+			s.request(t, &discoverypb.DiscoveryRequest{TypeUrl: cds.TypeURL, ResourceNames: []string{"cluster-1"},
+				VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()})
+		}
 	}
 }

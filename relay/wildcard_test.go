@@ -123,8 +123,13 @@ func TestWildcard(t *testing.T) {
 
 			up.Update(cds.TypeURL, clusters("a", "c")...)
 			for i, c := range []wildcardClient{first, second} {
-				if got := c.next(t); !slices.Equal(got, []string{"a", "c"}) {
-					t.Errorf("client %d after b was replaced by c: holds %v, want a and c", i+1, got)
+				// The relay applies an upstream response as the engine
+				// tells of it, which may take more than one answer: c
+				// added, then b deleted. Never is a lost.
+				for got := c.next(t); !slices.Equal(got, []string{"a", "c"}); got = c.next(t) {
+					if !slices.Contains(got, "a") || !slices.Contains(got, "c") {
+						t.Fatalf("client %d after b was replaced by c: holds %v, want a and c, perhaps b still", i+1, got)
+					}
 				}
 			}
 			var wildcards int

@@ -108,7 +108,9 @@ func (e *Engine) startStore() {
 	if lg.maxAge < 0 {
 		lg.maxAge = math.MaxInt64
 	}
+	loadDone := make(chan struct{})
 	lg.writer = keep.NewWriter(func(cs []keep.Change) error {
+		<-loadDone // one call at a time, and nothing replaced before it is read
 		changes := make([]StoreChange, len(cs))
 		for i, c := range cs {
 			changes[i] = StoreChange{StoredResource{c.Authority, c.Server, c.TypeURL, c.Name, c.Version, c.Raw, c.Received, c.Expires}, c.Delete}
@@ -127,6 +129,7 @@ func (e *Engine) startStore() {
 	go func() {
 		defer e.streamsRun.Done()
 		loaded := e.loadStore(lg)
+		close(loadDone)
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		if e.closed.Load() {

@@ -449,3 +449,33 @@ func TestStoreHonoursTTL(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreAfterFallback: the store is served only once every server of
+// the authority has failed (gRFC A71): a fallback that answers wins.
+func TestStoreAfterFallback(t *testing.T) {
+	for _, fallbackUp := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fallback up %v", fallbackUp), func(t *testing.T) {
+			store := newMemStore()
+			f := newFixture(t, fixtureOpts{servers: 2, mutate: func(c *engine.Config) { c.Store = store }})
+			firstRun(t, f, thing, []string{"a=1"})
+			if !fallbackUp {
+				f.servers[1].Stop()
+			}
+			e := newEngine(t, f.cfg)
+			w := newUpdRec()
+			e.Watch(thing, "a", w)
+			if !fallbackUp {
+				if u := w.update(t); !u.FromStore || valueOf(u) != "1" {
+					t.Fatalf("update %+v, want a=1 from the store", u)
+				}
+				return
+			}
+			st := f.servers[1].WaitStream(t)
+			recvNames(t, st, thing, "a")
+			st.SendT(t, resp(thing, "f1", res(thing, "a", "v", "fallback")))
+			if u := w.update(t); u.FromStore || valueOf(u) != "fallback" {
+				t.Fatalf("update %+v, want the fallback's a", u)
+			}
+		})
+	}
+}

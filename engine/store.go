@@ -158,7 +158,10 @@ func (e *Engine) loadStore(lg *lastGood) map[*authority]map[storedKey]*storedVal
 		return nil
 	}
 	e.metrics.Add(metrics.Loads, 1, "", "")
-	e.metrics.Add(metrics.Dropped, got.Corrupt, "", "")
+	if got.Corrupt > 0 {
+		e.metrics.Add(metrics.Dropped, got.Corrupt, "", "")
+		e.log.Warn("xDS last-known-good store: corrupt resources dropped", "count", got.Corrupt)
+	}
 	out := map[*authority]map[storedKey]*storedValue{}
 	for _, r := range got.Resources {
 		sv, a, key, err := e.decodeStored(r)

@@ -12,6 +12,7 @@ import (
 
 	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -477,5 +478,53 @@ func TestStoreAfterFallback(t *testing.T) {
 				t.Fatalf("update %+v, want the fallback's a", u)
 			}
 		})
+	}
+}
+
+// TestStoreMetrics: the store's counters say what it did: a change set
+// written, a load, a resource served, one dropped as invalid.
+func TestStoreMetrics(t *testing.T) {
+	store := newMemStore()
+	first := sdkmetric.NewManualReader()
+	f := newFixture(t, fixtureOpts{mutate: func(c *engine.Config) {
+		c.Store, c.MeterProvider = store, sdkmetric.NewMeterProvider(sdkmetric.WithReader(first))
+	}})
+	firstRun(t, f, thing, []string{"a=1", "b=1"})
+	if got := store.names(); len(got) != 2 {
+		t.Fatalf("store holds %v", got)
+	}
+	var writes int64
+	for _, v := range collect(t, first)[engine.MetricStoreWrites] {
+		writes += v
+	}
+	if writes < 1 {
+		t.Fatalf("%s = %d after a first run that wrote", engine.MetricStoreWrites, writes)
+	}
+	for k, r := range store.kept {
+		if r.Name == "b" {
+			r.Raw, _ = proto.Marshal(testtype.Message("b", "invalid", "by a rule of today"))
+			store.kept[k] = r
+		}
+	}
+	reader := sdkmetric.NewManualReader()
+	cfg := f.cfg
+	cfg.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	e := newEngine(t, cfg)
+	w := newUpdRec()
+	e.Watch(thing, "a", w)
+	if u := w.update(t); !u.FromStore {
+		t.Fatalf("update %+v, want one from the store", u)
+	}
+	got := collect(t, reader)
+	total := func(name string) (n int64) {
+		for _, v := range got[name] {
+			n += v
+		}
+		return n
+	}
+	for name, want := range map[string]int64{engine.MetricStoreLoads: 1, engine.MetricStoreServed: 1, engine.MetricStoreDropped: 1, engine.MetricStoreErrors: 0} {
+		if n := total(name); n != want {
+			t.Errorf("%s = %d, want %d (%v)", name, n, want, got[name])
+		}
 	}
 }

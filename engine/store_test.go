@@ -73,16 +73,6 @@ func (s *memStore) Apply(digest []byte, changes []engine.StoreChange) error {
 
 func (s *memStore) Close() error { return nil }
 
-// put writes a resource as an earlier run would have.
-func (s *memStore) put(digest []byte, r engine.StoredResource) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !bytes.Equal(digest, s.digest) {
-		s.digest, s.kept = digest, map[[2]string]engine.StoredResource{}
-	}
-	s.kept[[2]string{r.TypeURL, r.Name}] = r
-}
-
 // names lists what the store keeps as "name@version", sorted.
 func (s *memStore) names() []string {
 	s.mu.Lock()
@@ -161,11 +151,8 @@ func firstRun(t *testing.T, f *fixture, typeURL string, responses ...[]string) {
 	for _, r := range responses[0] {
 		names = append(names, strings.Split(r, "=")[0])
 	}
-	var recs []*updRec
 	for _, n := range names {
-		r := newUpdRec()
-		f.eng.Watch(typeURL, n, r)
-		recs = append(recs, r)
+		f.eng.Watch(typeURL, n, newUpdRec())
 	}
 	st := f.servers[0].WaitStream(t)
 	recvNames(t, st, typeURL, names...)

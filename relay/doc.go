@@ -81,14 +81,14 @@
 //     upstream has said it. A watch is held while its client may hold a
 //     resource the relay has not resolved (has neither a version of, nor
 //     word that it does not exist): a wildcard subscription until the
-//     upstream one is answered (the answer's resources having stopped
-//     coming for a moment, or, for a type with nothing to send, the
-//     server staying reachable and silent for the does-not-exist
-//     timer's length); the resources a client says it has (on
-//     an incremental stream, initial_resource_versions); and every
-//     subscribed Listener or Cluster on a State of the World request
-//     whose version is not this relay's (the client reconnected from
-//     elsewhere). So a client reconnecting to a relay that restarted
+//     upstream one is answered, which the engine tells exactly (a
+//     response of the type applied, every resource it changed delivered:
+//     a type the upstream has nothing of is answered empty then, and
+//     never while the upstream is unreachable); the resources a client
+//     says it has (on an incremental stream, initial_resource_versions);
+//     and every subscribed Listener or Cluster on a State of the World
+//     request whose version is not this relay's (the client reconnected
+//     from elsewhere). So a client reconnecting to a relay that restarted
 //     during an outage keeps its configuration.
 //   - A downstream NACK is not forwarded upstream (one bad client must not
 //     starve the others), and the rejected version is not sent to that
@@ -119,7 +119,11 @@
 // xDS alone. go-control-plane's server buffers twenty responses of an
 // incremental stream (twice its ten known types): a client that stops
 // reading while subscribed to more types than that over one stream can
-// hold up the updates of the other clients of its key.
+// hold up the updates of the other clients of its key. A wildcard
+// subscription is taken as answered by the first response of its type
+// that the engine applies after subscribing it: a response to the
+// stream's earlier request of that type (by name alone), crossing the
+// wildcard's on the wire, counts as well.
 //
 // Package relaytest starts a relay on loopback, for tests and benchmarks
 // of clients behind one.

@@ -157,7 +157,6 @@ func (tc *typeCache) reap(now time.Time) (next time.Time) {
 			next = earliest(next, due)
 		} else {
 			w.cancel()
-			w.resolve() // stops its timers
 			tc.wild = nil
 			for name := range tc.served {
 				ended = append(ended, name)
@@ -201,34 +200,23 @@ func (tc *typeCache) idleLocked() bool {
 }
 
 // change is what the upstream said of one resource: a new version, or
-// that it does not exist (gone); wild is the wildcard subscription that
-// said it, nil for a watch by name.
+// that it does not exist (gone).
 type change struct {
 	bytes []byte
 	gone  bool
-	wild  *upstreamWild
 }
 
 // apply applies upstream changes (encoded already), then starts the held
 // downstream watches whose names are now all resolved. answered is a
-// wildcard subscription whose server said it answers again.
+// wildcard subscription the upstream answered, after these changes.
 func (tc *typeCache) apply(changes map[string]change, answered *upstreamWild) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	updates := map[string]types.Resource{}
 	var deletes []string
-	w := tc.wild
-	heard := w != nil && answered == w
 	for name, c := range changes {
 		if !tc.coveredLocked(name) {
 			continue // news from a subscription that has just ended
-		}
-		if w != nil && c.wild == w {
-			// Only the wildcard's subscription can have brought a
-			// resource nobody watches by name: its server answers it.
-			// One watched by name proves nothing: WatchAll hands over
-			// what the engine has cached at once, before any answer.
-			heard = heard || w.answering || tc.names[name] == nil
 		}
 		if c.gone {
 			tc.absent[name] = struct{}{}
@@ -248,8 +236,8 @@ func (tc *typeCache) apply(changes map[string]change, answered *upstreamWild) {
 	if len(updates) > 0 || len(deletes) > 0 {
 		tc.updateLinearLocked(updates, deletes)
 	}
-	if heard && !w.resolved {
-		tc.answeringLocked(w)
+	if w := tc.wild; w != nil && answered == w {
+		w.resolved = true
 	}
 	tc.releaseHeldLocked()
 }

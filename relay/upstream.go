@@ -10,12 +10,10 @@ import (
 )
 
 // event is what an upstream watcher reports of one resource: a new
-// version, or that the upstream says it does not exist (gone). wild is
-// the wildcard subscription that reported it, nil for a watch by name.
+// version, or that the upstream says it does not exist (gone).
 type event struct {
 	res  registry.Resource
 	gone bool
-	wild *upstreamWild
 }
 
 // nameWatcher watches one resource upstream for a typeCache. It only
@@ -150,17 +148,17 @@ func (g *group) encode(tc *typeCache, byName map[string]event) map[string]change
 	changes := make(map[string]change, len(byName))
 	for name, ev := range byName {
 		if ev.gone {
-			changes[name] = change{gone: true, wild: ev.wild}
+			changes[name] = change{gone: true}
 			continue
 		}
 		b, err := g.r.cfg.Encoder.Encode(tc.typeURL, ev.res)
 		if err != nil {
 			g.r.log.Error("relay: cannot serve a resource", "key", g.key, "type", tc.typeURL, "name", name, "error", err)
 			g.r.metrics.unservable(g.key, tc.typeURL)
-			changes[name] = change{gone: true, wild: ev.wild}
+			changes[name] = change{gone: true}
 			continue
 		}
-		changes[name] = change{bytes: b, wild: ev.wild}
+		changes[name] = change{bytes: b}
 	}
 	return changes
 }

@@ -79,10 +79,11 @@ func (c *channel) applyResourceLocked(r *wire.Response, res *wire.Resource, en *
 	}
 	if c.holdsLocked(en, res.Raw) {
 		en.version, en.updated = version, r.Received
-		e.keepLocked(en)
+		e.keepLocked(en, res.TTL)
 		return
 	}
 	e.onValidLocked(en, res.Value, res.Raw, version, r.Received, c, r.Gate)
+	e.keepLocked(en, res.TTL)
 }
 
 // holdsLocked reports whether en holds raw's very array (the decode memo
@@ -146,6 +147,11 @@ func (c *channel) finishLocked(r *wire.Response) {
 	}
 	if len(c.globsTouched) > 0 {
 		c.deliverGlobsLocked(r.Version, r.Received, r.Gate)
+	}
+	if a := c.e.auths.OldStyle; a.active() == c {
+		for _, ww := range a.wildcards[r.TypeURL] {
+			c.e.scheduleLocked(&notice{h: &watch{w: wildcardEntry{ww, ""}}, isAmbient: true}, r.Gate)
+		}
 	}
 	c.e.metrics.Add(metrics.Valid, r.Valid, c.server.URI, r.TypeURL)
 	c.e.metrics.Add(metrics.Invalid, r.Invalid, c.server.URI, r.TypeURL)

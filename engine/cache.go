@@ -147,8 +147,8 @@ func (en *entry) setAmbient(err error) {
 func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, version string, received time.Time, c *channel, gate *wire.Gate) {
 	identical := en.value != nil && (bytes.Equal(en.raw, raw) || resourcesEqual(en.value, value))
 	hadAmbient := en.ambientError() != nil
-	en.version, en.updated, en.state, en.fail, en.source, en.raw = version, received, StateACKed, nil, c, raw
-	e.keepLocked(en)
+	en.version, en.updated, en.state = version, received, StateACKed
+	en.fail, en.source, en.raw = nil, c, raw
 	if identical {
 		if hadAmbient {
 			e.notifyAmbientLocked(en, nil, gate)

@@ -35,6 +35,7 @@ type fixture struct {
 	clock   *fakeclock.Clock
 	servers []*scriptedads.Server
 	eng     *engine.Engine
+	cfg     engine.Config // eng's, for another engine on the same servers
 }
 
 type fixtureOpts struct {
@@ -77,7 +78,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	if err != nil {
 		t.Fatalf("engine.New: %v", err)
 	}
-	f.eng = eng
+	f.eng, f.cfg = eng, cfg
 	t.Cleanup(func() { eng.Close() })
 	return f
 }

@@ -54,8 +54,12 @@ type StoredResource struct {
 	TypeURL, Name string
 	Version       string
 	Raw           []byte
-	// Received is when the engine accepted these bytes.
+	// Received is when the engine accepted these bytes (or, at most a
+	// quarter of StoreMaxAge ago, the server sent them again).
 	Received time.Time
+	// Expires is when the ttl the server sent the resource with runs
+	// out; zero when it sent none. It is not served after.
+	Expires time.Time
 }
 
 // StoreChange is one change of a change set: a resource to keep, or with
@@ -90,11 +94,11 @@ type lastGood struct {
 type storedKey struct{ typeURL, name string }
 
 type storedValue struct {
-	value    registry.Resource
-	raw      []byte
-	version  string
-	server   *bootstrap.ServerConfig
-	received time.Time
+	value             registry.Resource
+	raw               []byte
+	version           string
+	server            *bootstrap.ServerConfig
+	received, expires time.Time
 }
 
 // startStore writes what the engine accepts from now on, and loads what
@@ -104,10 +108,12 @@ func (e *Engine) startStore() {
 	if lg.maxAge < 0 {
 		lg.maxAge = math.MaxInt64
 	}
+	loadDone := make(chan struct{})
 	lg.writer = keep.NewWriter(func(cs []keep.Change) error {
+		<-loadDone // one call at a time, and nothing replaced before it is read
 		changes := make([]StoreChange, len(cs))
 		for i, c := range cs {
-			changes[i] = StoreChange{StoredResource{c.Authority, c.Server, c.TypeURL, c.Name, c.Version, c.Raw, c.Received}, c.Delete}
+			changes[i] = StoreChange{StoredResource{c.Authority, c.Server, c.TypeURL, c.Name, c.Version, c.Raw, c.Received, c.Expires}, c.Delete}
 		}
 		err := lg.store.Apply(lg.digest, changes)
 		if err == nil {
@@ -123,6 +129,7 @@ func (e *Engine) startStore() {
 	go func() {
 		defer e.streamsRun.Done()
 		loaded := e.loadStore(lg)
+		close(loadDone)
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		if e.closed.Load() {
@@ -151,7 +158,10 @@ func (e *Engine) loadStore(lg *lastGood) map[*authority]map[storedKey]*storedVal
 		return nil
 	}
 	e.metrics.Add(metrics.Loads, 1, "", "")
-	e.metrics.Add(metrics.Dropped, got.Corrupt, "", "")
+	if got.Corrupt > 0 {
+		e.metrics.Add(metrics.Dropped, got.Corrupt, "", "")
+		e.log.Warn("xDS last-known-good store: corrupt resources dropped", "count", got.Corrupt)
+	}
 	out := map[*authority]map[storedKey]*storedValue{}
 	for _, r := range got.Resources {
 		sv, a, key, err := e.decodeStored(r)
@@ -194,7 +204,7 @@ func (e *Engine) decodeStored(r StoredResource) (*storedValue, *authority, store
 	if err != nil {
 		return nil, nil, storedKey{}, err
 	}
-	return &storedValue{value: dr.Resource, raw: r.Raw, version: r.Version, server: s, received: r.Received},
+	return &storedValue{value: dr.Resource, raw: r.Raw, version: r.Version, server: s, received: r.Received, expires: r.Expires},
 		a, storedKey{r.TypeURL, name}, nil
 }
 
@@ -214,7 +224,8 @@ func (e *Engine) serveStoredLocked(en *entry) bool {
 	}
 	lg := e.lastGood
 	sv := lg.loaded[en.auth][storedKey{en.typ.TypeURL, en.name}]
-	if sv == nil || e.clock.Now().Sub(sv.received) > lg.maxAge {
+	now := e.clock.Now()
+	if sv == nil || now.Sub(sv.received) > lg.maxAge || !sv.expires.IsZero() && now.After(sv.expires) {
 		return false
 	}
 	en.value, en.raw, en.version, en.updated, en.state, en.source = sv.value, sv.raw, sv.version, sv.received, StateACKed, nil
@@ -252,11 +263,16 @@ func (e *Engine) useStoreLocked(a *authority, ambient bool) {
 	}
 }
 
-// keepLocked has the store keep en's resource, accepted from a server.
-func (e *Engine) keepLocked(en *entry) {
-	if lg := e.lastGood; lg != nil && !en.typ.NotStored && en.source != nil {
-		lg.writer.Put(keep.Change{Key: keep.Key{Authority: en.auth.name, TypeURL: en.typ.TypeURL, Name: en.name},
-			Server: en.source.server.URI, Version: en.version, Raw: en.raw, Received: en.updated})
+// keepLocked has the store keep en's resource, just accepted from a
+// server with ttl (0: none).
+func (e *Engine) keepLocked(en *entry, ttl time.Duration) {
+	if lg := e.lastGood; lg != nil && !en.typ.NotStored {
+		c := keep.Change{Key: keep.Key{Authority: en.auth.name, TypeURL: en.typ.TypeURL, Name: en.name},
+			Server: en.source.server.URI, Version: en.version, Raw: en.raw, Received: en.updated}
+		if ttl > 0 {
+			c.Expires = en.updated.Add(ttl)
+		}
+		lg.writer.Put(c)
 	}
 }
 

@@ -38,6 +38,7 @@ var commands = []*command{
 	{name: "watch", usage: watchUsage, run: runWatch},
 	{name: "resolve", usage: resolveUsage, run: runResolve},
 	{name: "dump", usage: dumpUsage, run: runDump},
+	{name: "store", usage: storeUsage, run: runStore},
 }
 
 func lookupCommand(name string) *command {
@@ -58,6 +59,7 @@ Usage:
   xdsctl resolve [flags] LISTENER       resolve a listener down to its endpoints, print the tree
   xdsctl dump    [flags] TYPE NAME...   watch the resources, then print the client's CSDS view
   xdsctl dump    --csds ADDR            print the CSDS view of a running xDS client
+  xdsctl store   PATH                   list a last-known-good store's resources, no server needed
   xdsctl help    [COMMAND]              print this help, or a command's
   xdsctl version                        print xdsctl's version
 
@@ -82,10 +84,11 @@ Examples:
   xdsctl resolve --bootstrap bootstrap.json --timeout 5s listener.example.com
   xdsctl dump --bootstrap bootstrap.json --wait 5s cds cluster-a
   xdsctl dump --csds localhost:9901
+  xdsctl store /var/lib/myapp/xds/lastgood
 
 Exit status:
   0  success; for watch, stopped by SIGINT or SIGTERM
-  1  failure: unreadable bootstrap, unreachable server, a resource missing
+  1  failure: unreadable bootstrap or store, unreachable server, a resource missing
      or invalid, a timeout
   2  usage error, told in one line that names the problem and the help to read
 

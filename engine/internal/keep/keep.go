@@ -28,10 +28,10 @@ type Key struct{ Authority, TypeURL, Name string }
 // with Delete, its removal.
 type Change struct {
 	Key
-	Server, Version string
-	Raw             []byte
-	Received        time.Time
-	Delete          bool
+	Server, Version   string
+	Raw               []byte
+	Received, Expires time.Time
+	Delete            bool
 }
 
 // Writer gathers changes and writes them in batches.
@@ -59,8 +59,8 @@ type Writer struct {
 }
 
 type kept struct {
-	raw      []byte
-	received time.Time
+	raw               []byte
+	received, expires time.Time
 }
 
 // NewWriter starts a writer: apply writes a change set, failed hears of
@@ -84,7 +84,7 @@ func (w *Writer) Put(c Change) {
 	if w.closed {
 		return
 	}
-	if k, ok := w.kept[c.Key]; ok && !c.Delete && c.Received.Sub(k.received) < w.refresh && sameBytes(k.raw, c.Raw) {
+	if k, ok := w.kept[c.Key]; ok && !c.Delete && c.Received.Sub(k.received) < w.refresh && c.Expires.Equal(k.expires) && sameBytes(k.raw, c.Raw) {
 		delete(w.pending, c.Key) // a change back to what is kept
 		return
 	}
@@ -138,7 +138,7 @@ func (w *Writer) writeOnce() bool {
 			if c.Delete {
 				delete(w.kept, c.Key)
 			} else {
-				w.kept[c.Key] = kept{c.Raw, c.Received}
+				w.kept[c.Key] = kept{c.Raw, c.Received, c.Expires}
 			}
 		}
 	}
@@ -195,13 +195,6 @@ func sameBytes(a, b []byte) bool {
 		return false
 	}
 	return len(a) == 0 || &a[0] == &b[0] || bytes.Equal(a, b)
-}
-
-// Stored is a resource as a store gave it back.
-type Stored struct {
-	Server, Version string
-	Raw             []byte
-	Received        time.Time
 }
 
 // Digest is what makes a store's configuration valid for a process: its

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -210,27 +211,27 @@ func peekTypeAndNonce(b []byte) (typeURL, nonce string, ok bool) {
 
 // unwrapResource takes a resource out of its envelope.Resource wrapper,
 // if any, and checks its type. It returns the wrapper's name (or "") and
-// the resource's bytes.
-func unwrapResource(typeURL string, res *rawAny) (wrapperName string, raw []byte, err error) {
+// ttl, and the resource's bytes.
+func unwrapResource(typeURL string, res *rawAny) (wrapperName string, raw []byte, ttl time.Duration, err error) {
 	innerType, value := res.typeURL, res.value
 	if string(innerType) == resourceWrapperTypeURL {
 		w := &discoverypb.Resource{}
 		if err := proto.Unmarshal(value, w); err != nil {
-			return "", nil, fmt.Errorf("envoy.service.discovery.v3.Resource wrapper does not parse: %w", err)
+			return "", nil, 0, fmt.Errorf("envoy.service.discovery.v3.Resource wrapper does not parse: %w", err)
 		}
 		wrapperName = w.GetName()
 		if wrapperName == "" {
 			wrapperName = w.GetResourceName().GetName()
 		}
 		if w.GetResource() == nil {
-			return wrapperName, nil, errors.New("envoy.service.discovery.v3.Resource wrapper holds no resource")
+			return wrapperName, nil, 0, errors.New("envoy.service.discovery.v3.Resource wrapper holds no resource")
 		}
-		innerType, value = []byte(w.GetResource().GetTypeUrl()), w.GetResource().GetValue()
+		innerType, value, ttl = []byte(w.GetResource().GetTypeUrl()), w.GetResource().GetValue(), w.GetTtl().AsDuration()
 	}
 	if string(innerType) != typeURL {
-		return wrapperName, nil, fmt.Errorf("resource type %s in a response of type %q", QuoteName(string(innerType)), typeURL)
+		return wrapperName, nil, 0, fmt.Errorf("resource type %s in a response of type %q", QuoteName(string(innerType)), typeURL)
 	}
-	return wrapperName, value, nil
+	return wrapperName, value, max(ttl, 0), nil
 }
 
 const resourceWrapperTypeURL = "type.googleapis.com/envoy.service.discovery.v3.Resource"

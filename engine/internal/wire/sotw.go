@@ -50,7 +50,7 @@ func (sotw) read(s *stream, b []byte) (*decoding, error) {
 		if bare && isType {
 			c.Raw = res.value
 		} else {
-			c.wrapper, c.Raw, c.Err = unwrapResource(typ.TypeURL, res)
+			c.wrapper, c.Raw, c.TTL, c.Err = unwrapResource(typ.TypeURL, res)
 		}
 		c.name = c.wrapper
 	}

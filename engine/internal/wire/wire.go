@@ -143,7 +143,12 @@ type Resource struct {
 	// Version is the resource's own version in an incremental response,
 	// "" in a SotW one.
 	Version string
-	Err     error // why it is invalid
+	// TTL is the ttl of the Resource wrapper a SotW response sent it in,
+	// 0 when none: how long it is valid unless sent again. (Incremental
+	// responses with one are NACKed: this client keeps no resource for a
+	// time, as gRPC's do not; only the last-known-good store honours it.)
+	TTL time.Duration
+	Err error // why it is invalid
 
 	// What stage 1 learns of a resource before it is handed over (see
 	// candidate): the Resource wrapper's name or "", the name as sent

@@ -1,0 +1,168 @@
+package lastgood
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlspb "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"go.uber.org/goleak"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/xdstest"
+)
+
+// childEnv switches the test binary into a child process of a test
+// (crash_test.go): its value names what the child does.
+const childEnv = "LASTGOOD_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if what := os.Getenv(childEnv); what != "" {
+		os.Exit(runChild(what))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+const (
+	clusterType = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+	testServer  = "xds.example.com:443"
+)
+
+var testDigest = []byte("digest-of-node-and-bootstrap")
+
+// storePath returns a path for a store in a new directory of the test.
+func storePath(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(t.TempDir(), "store")
+}
+
+// mustOpen opens a store, closed when the test ends if not before.
+func mustOpen(t testing.TB, path string, opts Options) *Store {
+	t.Helper()
+	s, err := Open(path, opts)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func mustLoad(t testing.TB, s *Store, digest []byte) engine.Loaded {
+	t.Helper()
+	l, err := s.Load(digest)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return l
+}
+
+func mustApply(t testing.TB, s *Store, digest []byte, changes ...engine.StoreChange) {
+	t.Helper()
+	if err := s.Apply(digest, changes); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+}
+
+// received is the time the test resources were received: a fixed one,
+// with nanoseconds, to check that they survive.
+var received = time.Date(2026, 11, 27, 10, 11, 12, 123456789, time.UTC)
+
+// smallCluster is the Cluster the engine's benchmarks send
+// (xdstest.Cluster), marshalled: 37 bytes or so.
+func smallCluster(i, version int) []byte {
+	b, err := proto.Marshal(xdstest.Cluster(fmt.Sprintf("cluster-%05d", i), fmt.Sprintf("eds-%05d-%d", i, version)))
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// meshCluster is a Cluster as a service mesh sends it, with a connect
+// timeout, circuit breakers, outlier detection and TLS by SDS: about 300
+// bytes.
+func meshCluster(i, version int) []byte {
+	name := fmt.Sprintf("outbound|8080||svc-%05d.ns-%d.svc.cluster.local", i, i%10)
+	c := xdstest.Cluster(name, name)
+	c.ConnectTimeout = durationpb.New(time.Second)
+	c.CircuitBreakers = &clusterpb.CircuitBreakers{Thresholds: []*clusterpb.CircuitBreakers_Thresholds{{
+		MaxConnections: wrapperspb.UInt32(1024), MaxPendingRequests: wrapperspb.UInt32(1024),
+		MaxRequests: wrapperspb.UInt32(1024), MaxRetries: wrapperspb.UInt32(3),
+	}}}
+	c.OutlierDetection = &clusterpb.OutlierDetection{
+		Interval: durationpb.New(10 * time.Second), MaxEjectionPercent: wrapperspb.UInt32(uint32(version % 100)),
+	}
+	tls, err := anypb.New(&tlspb.UpstreamTlsContext{Sni: name, CommonTlsContext: &tlspb.CommonTlsContext{
+		TlsCertificateSdsSecretConfigs: []*tlspb.SdsSecretConfig{{Name: "default"}},
+		ValidationContextType: &tlspb.CommonTlsContext_ValidationContextSdsSecretConfig{
+			ValidationContextSdsSecretConfig: &tlspb.SdsSecretConfig{Name: "ROOTCA"},
+		},
+	}})
+	if err != nil {
+		panic(err)
+	}
+	c.TransportSocket = &corepb.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corepb.TransportSocket_TypedConfig{TypedConfig: tls}}
+	b, err := proto.Marshal(c)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// clusterPut is a change that keeps Cluster i at version.
+func clusterPut(i, version int, raw func(i, version int) []byte) engine.StoreChange {
+	return engine.StoreChange{StoredResource: engine.StoredResource{
+		Server:   testServer,
+		TypeURL:  clusterType,
+		Name:     fmt.Sprintf("cluster-%05d", i),
+		Version:  fmt.Sprint(version),
+		Raw:      raw(i, version),
+		Received: received.Add(time.Duration(version) * time.Second),
+	}}
+}
+
+func clusterDelete(i int) engine.StoreChange {
+	return engine.StoreChange{Delete: true, StoredResource: engine.StoredResource{
+		TypeURL: clusterType, Name: fmt.Sprintf("cluster-%05d", i),
+	}}
+}
+
+// puts returns the resources of changes, as Load returns them.
+func resourcesOf(changes ...engine.StoreChange) []engine.StoredResource {
+	var out []engine.StoredResource
+	for _, c := range changes {
+		if !c.Delete {
+			out = append(out, c.StoredResource)
+		}
+	}
+	return out
+}
+
+// diffResources compares resources in any order; the times by Equal,
+// nil and empty Raw alike.
+func diffResources(want, got []engine.StoredResource) string {
+	if len(want) == 0 && len(got) == 0 {
+		return ""
+	}
+	return cmp.Diff(want, got,
+		cmp.Comparer(bytes.Equal),
+		cmpopts.SortSlices(func(a, b engine.StoredResource) bool {
+			if a.Authority != b.Authority {
+				return a.Authority < b.Authority
+			}
+			if a.TypeURL != b.TypeURL {
+				return a.TypeURL < b.TypeURL
+			}
+			return a.Name < b.Name
+		}))
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/xdsengine/xdsengine/engine/internal/cachestate"
 	"github.com/xdsengine/xdsengine/engine/internal/glob"
+	"github.com/xdsengine/xdsengine/engine/internal/keep"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
@@ -90,13 +91,13 @@ type entryFailure struct {
 	failedVersion string
 	failedAt      time.Time
 	ambient       error
-	stored        *storedValue
+	stored        *keep.Stored
 	servedSince   time.Time
 }
 
 // storedOrigin returns where en's resource came from if Config.Store
 // served it, else nil.
-func (en *entry) storedOrigin() *storedValue {
+func (en *entry) storedOrigin() *keep.Stored {
 	if en.value == nil || en.source != nil || en.fail == nil {
 		return nil
 	}

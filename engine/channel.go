@@ -268,7 +268,7 @@ func (e *Engine) channelErrorFor(c *channel, en *entry) *Error {
 	err.TypeURL, err.Name = en.typ.TypeURL, en.name
 	if sv := en.storedOrigin(); sv != nil {
 		err.Err = fmt.Errorf("using the resource from the last-known-good store (Config.Store), received from %s at %s: %w",
-			sv.server.URI, sv.received.UTC().Format(time.RFC3339), err.Err)
+			sv.Server.URI, sv.Received.UTC().Format(time.RFC3339), err.Err)
 	}
 	return &err
 }

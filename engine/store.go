@@ -1,16 +1,11 @@
 package engine
 
 import (
-	"cmp"
-	"fmt"
-	"math"
-	"slices"
 	"time"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine/internal/keep"
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
-	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 )
 
@@ -88,26 +83,14 @@ type lastGood struct {
 	// loaded is, by authority, what Load returned, decoded and valid,
 	// until a server of the authority answers: from then on, what the
 	// servers say is all there is. Nil until Load has returned.
-	loaded map[*authority]map[storedKey]*storedValue
-}
-
-type storedKey struct{ typeURL, name string }
-
-type storedValue struct {
-	value             registry.Resource
-	raw               []byte
-	version           string
-	server            *bootstrap.ServerConfig
-	received, expires time.Time
+	loaded map[*authority]map[keep.Name]*keep.Stored
 }
 
 // startStore writes what the engine accepts from now on, and loads what
 // the store holds in the background: New does not wait for the disk.
 func (e *Engine) startStore() {
-	lg := &lastGood{store: e.cfg.Store, digest: keep.Digest(e.node, e.cfg.Bootstrap), maxAge: cmp.Or(e.cfg.StoreMaxAge, DefaultStoreMaxAge)}
-	if lg.maxAge < 0 {
-		lg.maxAge = math.MaxInt64
-	}
+	lg := &lastGood{store: e.cfg.Store, digest: keep.Digest(e.node, e.cfg.Bootstrap),
+		maxAge: keep.MaxAge(e.cfg.StoreMaxAge, DefaultStoreMaxAge)}
 	loadDone := make(chan struct{})
 	lg.writer = keep.NewWriter(func(cs []keep.Change) error {
 		<-loadDone // one call at a time, and nothing replaced before it is read
@@ -150,7 +133,7 @@ func (e *Engine) startStore() {
 // loadStore reads and decodes the store, dropping what does not validate
 // under the registry of the day, or is from a server the authority no
 // longer lists.
-func (e *Engine) loadStore(lg *lastGood) map[*authority]map[storedKey]*storedValue {
+func (e *Engine) loadStore(lg *lastGood) map[*authority]map[keep.Name]*keep.Stored {
 	got, err := lg.store.Load(lg.digest)
 	if err != nil {
 		e.metrics.Add(metrics.StoreFailures, 1, "", "")
@@ -162,50 +145,26 @@ func (e *Engine) loadStore(lg *lastGood) map[*authority]map[storedKey]*storedVal
 		e.metrics.Add(metrics.Dropped, got.Corrupt, "", "")
 		e.log.Warn("xDS last-known-good store: corrupt resources dropped", "count", got.Corrupt)
 	}
-	out := map[*authority]map[storedKey]*storedValue{}
-	for _, r := range got.Resources {
-		sv, a, key, err := e.decodeStored(r)
-		if err != nil {
-			e.metrics.Add(metrics.Dropped, 1, r.Server, r.TypeURL)
-			e.log.Warn("xDS last-known-good store: resource dropped", "type", r.TypeURL, "name", r.Name, "error", err)
-			continue
-		}
-		if out[a] == nil {
-			out[a] = map[storedKey]*storedValue{}
-		}
-		out[a][key] = sv
+	rs := make([]keep.Change, len(got.Resources))
+	for i, r := range got.Resources {
+		rs[i] = keep.Change{Key: keep.Key{Authority: r.Authority, TypeURL: r.TypeURL, Name: r.Name},
+			Server: r.Server, Version: r.Version, Raw: r.Raw, Received: r.Received, Expires: r.Expires}
 	}
-	return out
+	d := keep.Decoder[*authority]{Types: e.types, Known: e.known, Resolve: e.resolveStored,
+		Options: registry.DecodeOptions{Switches: e.switches, CertificateProviders: e.certificateProviders}}
+	return d.Load(rs, func(r keep.Change, err error) {
+		e.metrics.Add(metrics.Dropped, 1, r.Server, r.TypeURL)
+		e.log.Warn("xDS last-known-good store: resource dropped", "type", r.TypeURL, "name", r.Name, "error", err)
+	})
 }
 
-func (e *Engine) decodeStored(r StoredResource) (*storedValue, *authority, storedKey, error) {
-	typ := e.types[r.TypeURL]
-	if typ == nil || typ.NotStored {
-		return nil, nil, storedKey{}, fmt.Errorf("type is not registered, switched off or not stored")
-	}
-	a, name, nerr := e.resolveName(r.TypeURL, r.Name)
-	if nerr != nil {
-		return nil, nil, storedKey{}, nerr
-	}
-	i := slices.IndexFunc(a.servers, func(s bootstrap.ServerConfig) bool { return s.URI == r.Server })
-	if i < 0 {
-		return nil, nil, storedKey{}, fmt.Errorf("server %s is not one of its authority's", r.Server)
-	}
-	s := &a.servers[i]
-	fs := features.Resolve(s.ServerFeatures, e.known...)
-	dr, err := typ.Decode(r.Raw, registry.DecodeOptions{WrapperName: r.Name, Switches: e.switches, OwnsRaw: true,
-		Server:               registry.ServerInfo{URI: s.URI, Features: fs, Delta: s.Delta || fs.Has(features.NameDeltaXDS)},
-		CertificateProviders: e.certificateProviders})
-	if err == nil {
-		if _, decoded, _ := e.resolveName(r.TypeURL, dr.Name); decoded != name {
-			err = fmt.Errorf("the bytes are of resource %q", dr.Name)
-		}
-	}
+// resolveStored resolves a stored resource's name for keep.Decoder.
+func (e *Engine) resolveStored(typeURL, name string) (*authority, []bootstrap.ServerConfig, string, error) {
+	a, key, err := e.resolveName(typeURL, name)
 	if err != nil {
-		return nil, nil, storedKey{}, err
+		return nil, nil, "", err
 	}
-	return &storedValue{value: dr.Resource, raw: r.Raw, version: r.Version, server: s, received: r.Received, expires: r.Expires},
-		a, storedKey{r.TypeURL, name}, nil
+	return a, a.servers, key, nil
 }
 
 // storeServesLocked reports whether the store serves a's resources: it
@@ -223,18 +182,18 @@ func (e *Engine) serveStoredLocked(en *entry) bool {
 		return false
 	}
 	lg := e.lastGood
-	sv := lg.loaded[en.auth][storedKey{en.typ.TypeURL, en.name}]
-	now := e.clock.Now()
-	if sv == nil || now.Sub(sv.received) > lg.maxAge || !sv.expires.IsZero() && now.After(sv.expires) {
+	sv := lg.loaded[en.auth][keep.Name{TypeURL: en.typ.TypeURL, Key: en.name}]
+	if sv == nil || !sv.Servable(e.clock.Now(), lg.maxAge) {
 		return false
 	}
-	en.value, en.raw, en.version, en.updated, en.state, en.source = sv.value, sv.raw, sv.version, sv.received, StateACKed, nil
+	en.value, en.raw, en.version, en.updated = sv.Value, sv.Raw, sv.Version, sv.Received
+	en.state, en.source = StateACKed, nil
 	if en.fail == nil {
 		en.fail = &entryFailure{}
 	}
 	en.fail.stored, en.fail.servedSince = sv, e.clock.Now()
 	en.setAmbient(e.channelErrorFor(en.auth.active(), en))
-	e.metrics.Add(metrics.Served, 1, sv.server.URI, en.typ.TypeURL)
+	e.metrics.Add(metrics.Served, 1, sv.Server.URI, en.typ.TypeURL)
 	return true
 }
 
@@ -246,8 +205,8 @@ func (e *Engine) useStoreLocked(a *authority, ambient bool) {
 		return
 	}
 	for k := range e.lastGood.loaded[a] {
-		if a.resources[k.typeURL][k.name] == nil {
-			e.wildcardEntryLocked(a, e.types[k.typeURL], k.name)
+		if a.resources[k.TypeURL][k.Key] == nil {
+			e.wildcardEntryLocked(a, e.types[k.TypeURL], k.Key)
 		}
 	}
 	for _, byName := range a.resources {

@@ -237,7 +237,7 @@ func (e *Engine) originLocked(en *entry, err error) *origin {
 		if en.source != nil {
 			server = &en.source.server
 		} else if sv != nil {
-			server = sv.server
+			server = sv.Server
 		}
 		return e.origins.Of(origin{version: en.version, server: server, received: en.updated, stored: sv != nil})
 	}

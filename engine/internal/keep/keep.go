@@ -3,9 +3,11 @@
 // the latest change per resource, and writes it from a goroutine of its
 // own, in one change set per interval at most, so that a push of 1,000
 // changed resources costs the response path a map write each and the
-// store one transaction, however many pushes come meanwhile. It knows
-// nothing of the engine's types: the engine hands it a function that
-// writes a change set.
+// store one transaction, however many pushes come meanwhile. Back from
+// the store, a resource is decoded again (Decoder) as if its server had
+// just sent it, and served only while Servable. It knows nothing of the
+// engine's types: the engine hands it a function that writes a change
+// set, and one that resolves a name.
 package keep
 
 import (

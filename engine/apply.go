@@ -105,7 +105,7 @@ func (c *channel) coverLocked(en *entry) {
 	if a := en.auth; a.active() == c {
 		c.applyingCovered++
 		en.coveredBy = c.applyingMark
-		en.order.moveToFront(en)
+		en.order.MoveToFront(&en.mark)
 	}
 }
 
@@ -190,10 +190,10 @@ func (c *channel) applyDeletionsLocked(r *wire.Response) {
 		if o == nil {
 			continue
 		}
-		for en := o.back; en != nil && en.coveredBy != c.applyingMark; {
-			prev := en.prevMarked
-			c.maybeDeletedLocked(r, en)
-			en = prev
+		for n := o.Back(); n != nil && n.Value.coveredBy != c.applyingMark; {
+			prev := n.Prev()
+			c.maybeDeletedLocked(r, n.Value)
+			n = prev
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine/internal/markorder"
 	"github.com/xdsengine/xdsengine/engine/internal/resolve"
 	"github.com/xdsengine/xdsengine/engine/internal/setup"
 )
@@ -27,7 +28,7 @@ type authority struct {
 	// marked orders each type's entries by when a response last marked
 	// them (entry.coveredBy), latest first: those a response did not name
 	// are at the back, its deletions found without a walk of the others.
-	marked map[string]*markOrder
+	marked map[string]*markorder.List[*entry]
 	// wildcards are the WatchAll calls by type (old-style names only).
 	wildcards map[string][]*wildcard
 	answered  bool // a server of it has: Config.Store is not served
@@ -39,46 +40,9 @@ func (a *authority) entriesLocked(typeURL string) map[string]*entry {
 	if byName == nil {
 		byName = make(map[string]*entry)
 		a.resources[typeURL] = byName
-		a.marked[typeURL] = &markOrder{}
+		a.marked[typeURL] = &markorder.List[*entry]{}
 	}
 	return byName
-}
-
-// markOrder lists an authority's entries of a type, through their prevMarked and nextMarked.
-type markOrder struct{ front, back *entry }
-
-func (o *markOrder) pushBack(en *entry) {
-	en.prevMarked, en.nextMarked = o.back, nil
-	if o.back != nil {
-		o.back.nextMarked = en
-	} else {
-		o.front = en
-	}
-	o.back = en
-}
-
-func (o *markOrder) remove(en *entry) {
-	if en.prevMarked != nil {
-		en.prevMarked.nextMarked = en.nextMarked
-	} else {
-		o.front = en.nextMarked
-	}
-	if en.nextMarked != nil {
-		en.nextMarked.prevMarked = en.prevMarked
-	} else {
-		o.back = en.prevMarked
-	}
-	en.prevMarked, en.nextMarked = nil, nil
-}
-
-func (o *markOrder) moveToFront(en *entry) {
-	if o.front == en {
-		return
-	}
-	o.remove(en)
-	en.nextMarked = o.front
-	o.front.prevMarked = en
-	o.front = en
 }
 
 func (a *authority) active() *channel {
@@ -97,7 +61,7 @@ func (a *authority) displayName() string {
 
 func newAuthority(s setup.Authority) *authority {
 	return &authority{name: s.Name, servers: s.Servers, reachabilityOnly: s.ReachabilityOnly,
-		resources: make(map[string]map[string]*entry), marked: make(map[string]*markOrder), wildcards: make(map[string][]*wildcard)}
+		resources: make(map[string]map[string]*entry), marked: make(map[string]*markorder.List[*entry]), wildcards: make(map[string][]*wildcard)}
 }
 
 // resolveName finds a resource name's authority and cache key (A47),

@@ -11,6 +11,7 @@ import (
 	"github.com/xdsengine/xdsengine/engine/internal/cachestate"
 	"github.com/xdsengine/xdsengine/engine/internal/glob"
 	"github.com/xdsengine/xdsengine/engine/internal/keep"
+	"github.com/xdsengine/xdsengine/engine/internal/markorder"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
@@ -77,9 +78,10 @@ type entry struct {
 	// coveredBy is the mark of the last response that named the entry
 	// (channel.applyingMark): a response deletes the entries it did not mark.
 	coveredBy uint64
-	// order is the entry type's marked order in its authority (authority.marked).
-	order                  *markOrder
-	prevMarked, nextMarked *entry
+	// order is the entry type's marked order in its authority
+	// (authority.marked); mark is the entry's place in it.
+	order *markorder.List[*entry]
+	mark  markorder.Node[*entry]
 }
 
 // entryFailure is why an entry is not ACKED (err, with the failed update's

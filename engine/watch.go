@@ -127,7 +127,8 @@ func (e *Engine) addEntryLocked(en *entry, a *authority, typ *registry.ResourceT
 	byName := a.entriesLocked(typ.TypeURL)
 	*en = entry{typ: typ, name: key, auth: a, order: a.marked[typ.TypeURL]}
 	byName[key] = en
-	en.order.pushBack(en)
+	en.mark.Value = en
+	en.order.PushBack(&en.mark)
 	e.shapeGen++
 	for _, ww := range a.wildcards[typ.TypeURL] {
 		holdForWildcard(ww, en)
@@ -222,7 +223,7 @@ func (e *Engine) removeEntryLocked(en *entry) {
 	delete(byName, en.name)
 	e.forgetLocked(en)
 	en.removed = true
-	en.order.remove(en)
+	en.order.Remove(&en.mark)
 	e.shapeGen++
 	if len(byName) == 0 {
 		delete(a.resources, en.typ.TypeURL)

@@ -137,13 +137,7 @@ func (c *channel) collectNamesLocked(typeURL string) []string {
 	var gone []*entry
 	for a := range c.auths {
 		for name, en := range a.resources[typeURL] {
-			if en.orphaned {
-				if a.active() == c {
-					gone = append(gone, en)
-				}
-				continue
-			}
-			if en.named() {
+			if c.listedLocked(en, &gone) {
 				names = append(names, name)
 			}
 		}
@@ -157,20 +151,27 @@ func (c *channel) collectNamesLocked(typeURL string) []string {
 	return names
 }
 
+// listedLocked reports whether en's name is in the channel's list of its
+// type (see subscriptionLocked); an orphaned entry is not, and joins gone
+// on its active channel.
+func (c *channel) listedLocked(en *entry, gone *[]*entry) bool {
+	if en.orphaned {
+		if en.auth.active() == c {
+			*gone = append(*gone, en)
+		}
+		return false
+	}
+	return en.named()
+}
+
 // changesLocked tells which touched names joined the list and which left
 // it: a binary search each, k log n for k names rather than a walk of n.
 func (c *channel) changesLocked(typeURL string, sn *namelist.List, touched []string) (added, removed []string) {
 	var gone []*entry
 	for _, key := range touched {
 		member := key == wildcardName && c.wildcardLocked(typeURL)
-		switch en := c.entryLocked(typeURL, key); {
-		case en == nil:
-		case en.orphaned:
-			if en.auth.active() == c {
-				gone = append(gone, en)
-			}
-		default:
-			member = en.named()
+		if en := c.entryLocked(typeURL, key); en != nil {
+			member = c.listedLocked(en, &gone)
 		}
 		listed := sn.Has(key)
 		switch {

@@ -49,14 +49,9 @@ func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) 
 	if e.closed.Load() {
 		return func() {}
 	}
-	typ := e.types[typeURL]
-	if typ == nil {
-		cause := fmt.Errorf("resource type %q is not registered", typeURL)
-		if _, registered := e.reg.Lookup(typeURL); registered {
-			cause = fmt.Errorf("resource type %q is switched off by the engine's switches (Config.Switches, or gRPC's GRPC_EXPERIMENTAL_XDS_* environment variables)", typeURL)
-		}
-		e.failWatch(w, &Error{Kind: KindUnknownType, Code: codes.FailedPrecondition, TypeURL: typeURL, Name: name,
-			NodeID: e.nodeID, Err: cause})
+	typ, terr := e.typeOf(typeURL, name)
+	if terr != nil {
+		e.failWatch(w, terr)
 		return func() {}
 	}
 	a, key, werr := e.resolveName(typeURL, name)
@@ -72,6 +67,18 @@ func (e *Engine) Watch(typeURL, name string, w ResourceWatcher) (cancel func()) 
 			e.mu.Do(op{h: h, cancel: true})
 		}
 	}
+}
+
+// typeOf returns the type of typeURL, or the error a watch of it gets.
+func (e *Engine) typeOf(typeURL, name string) (*registry.ResourceType, *Error) {
+	if typ := e.types[typeURL]; typ != nil {
+		return typ, nil
+	}
+	cause := fmt.Errorf("resource type %q is not registered", typeURL)
+	if _, registered := e.reg.Lookup(typeURL); registered {
+		cause = fmt.Errorf("resource type %q is switched off by the engine's switches (Config.Switches, or gRPC's GRPC_EXPERIMENTAL_XDS_* environment variables)", typeURL)
+	}
+	return nil, &Error{Kind: KindUnknownType, Code: codes.FailedPrecondition, TypeURL: typeURL, Name: name, NodeID: e.nodeID, Err: cause}
 }
 
 func (e *Engine) lookupType(typeURL string) (*registry.ResourceType, bool) {

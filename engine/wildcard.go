@@ -1,11 +1,8 @@
 package engine
 
 import (
-	"fmt"
 	"slices"
 	"sync/atomic"
-
-	"google.golang.org/grpc/codes"
 
 	"github.com/xdsengine/xdsengine/registry"
 )
@@ -44,10 +41,8 @@ func (e *Engine) WatchAll(typeURL string, w WildcardWatcher) (cancel func()) {
 	if e.closed.Load() {
 		return func() {}
 	}
-	typ := e.types[typeURL]
-	if typ == nil {
-		err := &Error{Kind: KindUnknownType, Code: codes.FailedPrecondition, TypeURL: typeURL, NodeID: e.nodeID,
-			Err: fmt.Errorf("resource type %q is not registered, or switched off", typeURL)}
+	typ, err := e.typeOf(typeURL, "")
+	if err != nil {
 		e.ser.Schedule(func() { w.OnResourceChanged("", nil, err, func() {}) })
 		return func() {}
 	}

@@ -105,10 +105,15 @@ func (c *channel) subscriptionLocked(typeURL string) wire.Subscription {
 		sn = &namelist.List{}
 		c.subscribed[typeURL] = sn
 	}
-	if sn.Stale() {
-		sn.Rebuild(c.collectNamesLocked(typeURL))
-	} else if touched := sn.Touched(); touched != nil {
-		sn.Merge(c.changesLocked(typeURL, sn, touched))
+	var gone []*entry
+	sn.Refresh(func() []string { return c.collectNamesLocked(typeURL) }, func(key string) bool {
+		if en := c.entryLocked(typeURL, key); en != nil {
+			return c.listedLocked(en, &gone)
+		}
+		return key == wildcardName && c.wildcardLocked(typeURL)
+	})
+	for _, en := range gone {
+		c.e.removeEntryLocked(en)
 	}
 	sub := wire.Subscription{Version: c.versions[typeURL]}
 	var first bool
@@ -162,29 +167,6 @@ func (c *channel) listedLocked(en *entry, gone *[]*entry) bool {
 		return false
 	}
 	return en.named()
-}
-
-// changesLocked tells which touched names joined the list and which left
-// it: a binary search each, k log n for k names rather than a walk of n.
-func (c *channel) changesLocked(typeURL string, sn *namelist.List, touched []string) (added, removed []string) {
-	var gone []*entry
-	for _, key := range touched {
-		member := key == wildcardName && c.wildcardLocked(typeURL)
-		if en := c.entryLocked(typeURL, key); en != nil {
-			member = c.listedLocked(en, &gone)
-		}
-		listed := sn.Has(key)
-		switch {
-		case member && !listed:
-			added = append(added, key)
-		case !member && listed:
-			removed = append(removed, key)
-		}
-	}
-	for _, en := range gone {
-		c.e.removeEntryLocked(en)
-	}
-	return added, removed
 }
 
 func (c *channel) entryLocked(typeURL, key string) *entry {

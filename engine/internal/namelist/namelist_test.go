@@ -21,29 +21,18 @@ func next(l *List) handed {
 	return h
 }
 
-// take does what the engine does to take the list: rebuild it from
-// members if stale, else merge the touched keys' changes.
+// take refreshes the list from members, as the engine does from its
+// cache, and takes it.
 func take(l *List, members map[string]bool) handed {
-	if l.Stale() {
+	l.Refresh(func() []string {
 		var names []string
 		for n, in := range members {
 			if in {
 				names = append(names, n)
 			}
 		}
-		l.Rebuild(names)
-	} else if touched := l.Touched(); touched != nil {
-		var added, removed []string
-		for _, k := range touched {
-			switch listed := l.Has(k); {
-			case members[k] && !listed:
-				added = append(added, k)
-			case !members[k] && listed:
-				removed = append(removed, k)
-			}
-		}
-		l.Merge(added, removed)
-	}
+		return names
+	}, func(key string) bool { return members[key] })
 	return next(l)
 }
 

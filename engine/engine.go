@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,22 +124,14 @@ func (e *Engine) applyDefaults() {
 		e.clock = realClock{}
 	}
 	e.log = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
-	if !cfg.IgnoreCertificateProviders {
-		// A copy: the streams' goroutines read it while decoding.
-		names := maps.Clone(cfg.Bootstrap.CertificateProviders)
-		e.certificateProviders = func(name string) bool { _, ok := names[name]; return ok }
-	}
+	e.certificateProviders = setup.CertificateProviders(cfg.Bootstrap, cfg.IgnoreCertificateProviders)
 	e.maxResponseBytes = cmp.Or(cfg.MaxResponseBytes, transport.DefaultMaxResponseBytes)
 	e.slowWatcherThreshold = max(cmp.Or(cfg.SlowWatcherThreshold, DefaultSlowWatcherThreshold), 0)
 	e.backoff = cfg.Backoff
 	if e.backoff == nil {
 		e.backoff = DefaultBackoff
 	}
-	if cfg.Switches != nil {
-		e.switches = *cfg.Switches
-	} else {
-		e.switches = features.SwitchesFromEnv()
-	}
+	e.switches = setup.Switches(cfg.Switches)
 	e.fallback = cfg.FallbackPolicy
 	if e.fallback == nil {
 		e.fallback = DefaultFallbackPolicy()
@@ -207,17 +198,7 @@ func (e *Engine) Transport(server bootstrap.ServerConfig) (t transport.Transport
 	if e.closed.Load() {
 		return nil, nil, status.Error(codes.Unavailable, "engine: closed")
 	}
-	key := transports.Key(server)
-	t, err = e.transports.Acquire(key, server)
-	if err != nil {
-		e.transports.Release(key)
-		return nil, nil, err
-	}
-	return t, sync.OnceFunc(func() {
-		e.mu.Lock()
-		e.transports.Release(key)
-		e.mu.Unlock()
-	}), nil
+	return e.transports.Lend(server, &e.mu)
 }
 
 // Clock returns the engine's clock (Config.Clock, or the wall clock).

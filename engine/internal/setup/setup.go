@@ -1,14 +1,15 @@
 // Package setup derives what an engine runs with from its configuration,
 // and checks it: the resource types on under the switches and the client
 // features they add, the server features known by name, what each
-// server's "server_features" come to, the authorities' servers, and the
-// default backoff. None of it needs the engine's state, so it is here,
+// server's "server_features" come to, the authorities' servers, the
+// switches, the certificate provider instances, and the default backoff. None of it needs the engine's state, so it is here,
 // with a test of its own, and not in the engine.
 package setup
 
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -108,6 +109,26 @@ func Authorities(bs *bootstrap.Bootstrap, sw features.Switches) (oldStyle Author
 		byName[name] = authority(name, servers, a.FallbackOnReachabilityOnly)
 	}
 	return authority("", bs.Servers, false), byName
+}
+
+// Switches returns the configured switches, or, when none are,
+// gRPC's environment's.
+func Switches(configured *features.Switches) features.Switches {
+	if configured != nil {
+		return *configured
+	}
+	return features.SwitchesFromEnv()
+}
+
+// CertificateProviders returns the test that a certificate provider
+// instance is in the bootstrap, or nil (no test) when ignore is set.
+func CertificateProviders(bs *bootstrap.Bootstrap, ignore bool) func(name string) bool {
+	if ignore {
+		return nil
+	}
+	// A copy: the streams' goroutines read it while decoding.
+	names := maps.Clone(bs.CertificateProviders)
+	return func(name string) bool { _, ok := names[name]; return ok }
 }
 
 // Backoff is gRPC's connection backoff (doc/connection-backoff.md) before

@@ -159,6 +159,46 @@ func TestAuthorities(t *testing.T) {
 	}
 }
 
+// TestSwitches: configured switches win over the environment's.
+func TestSwitches(t *testing.T) {
+	t.Setenv("GRPC_EXPERIMENTAL_XDS_FALLBACK", "false")
+	for _, tc := range []struct {
+		name       string
+		configured *features.Switches
+		want       features.Switches
+	}{
+		{"from the environment", nil, features.SwitchesFromEnv()},
+		{"configured", &features.Switches{}, features.Switches{}},
+	} {
+		if got := Switches(tc.configured); got != tc.want {
+			t.Errorf("%s: Switches = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+	if !Switches(nil).DisableFallback {
+		t.Error("GRPC_EXPERIMENTAL_XDS_FALLBACK=false is not read")
+	}
+}
+
+// TestCertificateProviders: instances of the bootstrap pass, others do
+// not, a later change of the bootstrap is not seen, and ignore means no
+// test.
+func TestCertificateProviders(t *testing.T) {
+	bs := &bootstrap.Bootstrap{CertificateProviders: map[string]bootstrap.CertificateProvider{"mesh": {}}}
+	known := CertificateProviders(bs, false)
+	bs.CertificateProviders["later"] = bootstrap.CertificateProvider{}
+	for _, tc := range []struct {
+		name string
+		want bool
+	}{{"mesh", true}, {"other", false}, {"later", false}} {
+		if got := known(tc.name); got != tc.want {
+			t.Errorf("instance %q known = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if CertificateProviders(bs, true) != nil {
+		t.Error("with ignore set, a test was returned")
+	}
+}
+
 func TestBackoff(t *testing.T) {
 	for _, tc := range []struct {
 		n    int

@@ -95,6 +95,24 @@ func (ts *Set) Release(key string) {
 	}
 }
 
+// Lend acquires the transport to s for a user outside the engine (load
+// reporting), and returns the function that gives it back, taking lock
+// (the set's user's) to do so: idempotent, and callable at any time.
+// Lend itself is called with lock held.
+func (ts *Set) Lend(s bootstrap.ServerConfig, lock sync.Locker) (t transport.Transport, release func(), err error) {
+	key := Key(s)
+	t, err = ts.Acquire(key, s)
+	if err != nil {
+		ts.Release(key)
+		return nil, nil, err
+	}
+	return t, sync.OnceFunc(func() {
+		lock.Lock()
+		defer lock.Unlock()
+		ts.Release(key)
+	}), nil
+}
+
 // Drain empties the set and returns its transports, those still lent
 // too, for the caller to close; later Releases do nothing.
 func (ts *Set) Drain() []transport.Transport {

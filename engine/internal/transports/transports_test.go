@@ -119,6 +119,43 @@ func TestSharing(t *testing.T) {
 	}
 }
 
+// TestLend: a lent transport is shared with the set's other users; its
+// release, idempotent, takes the lock and gives it back; a failed build
+// lends nothing and holds nothing.
+func TestLend(t *testing.T) {
+	var closing sync.WaitGroup
+	var mu sync.Mutex
+	b := &builder{}
+	ts := New(b, transport.Options{}, slog.New(slog.DiscardHandler), &closing)
+	s := bootstrap.ServerConfig{URI: "a"}
+	own, _ := ts.Acquire(Key(s), s)
+	mu.Lock()
+	lent, release, err := ts.Lend(s, &mu)
+	mu.Unlock()
+	if err != nil || lent != own {
+		t.Fatalf("Lend = %v, %v; want the transport already in use", lent, err)
+	}
+	ts.Release(Key(s))
+	release()
+	release()
+	closing.Wait()
+	if n := b.built[0].closes.Load(); n != 1 {
+		t.Fatalf("closed %d times after its users and the lent one were released (twice), want 1", n)
+	}
+	if !mu.TryLock() {
+		t.Fatal("release left the lock held")
+	}
+	mu.Unlock()
+
+	bad := bootstrap.ServerConfig{URI: "bad"}
+	if tr, release, err := ts.Lend(bad, &mu); tr != nil || release != nil || err == nil {
+		t.Fatalf("Lend of an unbuildable server = %v, %v; want only the error", tr, err)
+	}
+	if drained := ts.Drain(); len(drained) != 0 {
+		t.Fatalf("Drain after a failed Lend = %v, want nothing held", drained)
+	}
+}
+
 // opener records the method of each stream it opens; its streams answer
 // every Recv with a message of size bytes.
 type opener struct {

@@ -259,3 +259,94 @@ func (e *Engine) newError(kind Kind, code codes.Code, en *entry, c *channel, cau
 	}
 	return err
 }
+
+// notice is one watcher callback, run on the serializer: a change
+// (resource or err, with its origin) or an ambient error. One object holds
+// all it needs, its gate hold too: a large response makes one per resource.
+type notice struct {
+	h         *watch
+	resource  registry.Resource
+	err       error
+	origin    *origin // nil for an ambient error
+	isAmbient bool
+	hold      wire.Hold
+	done      func()
+}
+
+func (n *notice) update() Update {
+	u := Update{Resource: n.resource, Err: n.err}
+	if o := n.origin; o != nil {
+		u.Version, u.Received, u.FromStore = o.version, o.received, o.stored
+		if o.server != nil {
+			u.Server = *o.server
+		}
+	}
+	return u
+}
+
+// About names the notice's resource in a report of slow watchers.
+func (n *notice) About() wire.Pending {
+	return wire.Pending{TypeURL: n.h.entry.typ.TypeURL, Name: n.h.entry.name}
+}
+
+func noDone() {}
+
+func (n *notice) Run() {
+	switch {
+	case n.h.canceled.Load():
+		n.done()
+	case n.isAmbient:
+		n.h.w.OnAmbientError(n.err, n.done)
+	default:
+		// deliverChange, without an Update for a watcher that takes only
+		// the resource and error: an Update built and passed is read back
+		// wide from the narrow stores that just wrote it, a stall each.
+		if uw, ok := n.h.w.(UpdateWatcher); ok {
+			uw.OnUpdate(n.update(), n.done)
+		} else {
+			n.h.w.OnResourceChanged(n.resource, n.err, n.done)
+		}
+	}
+}
+
+// scheduleLocked schedules n. A non-nil gate holds the stream's next read
+// until the callback calls done.
+func (e *Engine) scheduleLocked(n *notice, gate *wire.Gate) {
+	n.done = noDone
+	if gate != nil {
+		gate.Hold(&n.hold, n)
+		n.done = n.hold.Release
+	}
+	if !e.ser.ScheduleJob(n) {
+		n.done()
+	}
+}
+
+func (e *Engine) notifyChangedLocked(en *entry, r registry.Resource, err error, gate *wire.Gate) {
+	if len(en.watchers) == 0 {
+		return
+	}
+	o := e.originLocked(en, err)
+	for _, h := range en.watchers {
+		n := e.newNoticeLocked(gate)
+		n.h, n.resource, n.err, n.origin = h, r, err, o
+		e.scheduleLocked(n, gate)
+	}
+}
+
+func (e *Engine) notifyAmbientLocked(en *entry, err error, gate *wire.Gate) {
+	for _, h := range en.watchers {
+		n := e.newNoticeLocked(gate)
+		n.h, n.err, n.isAmbient = h, err, true
+		e.scheduleLocked(n, gate)
+	}
+}
+
+// newNoticeLocked returns a zero notice; those of a response (gate) come
+// from chunks.
+func (e *Engine) newNoticeLocked(gate *wire.Gate) *notice {
+	if gate == nil {
+		return new(notice)
+	}
+	return e.notices.New(gate)
+}

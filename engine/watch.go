@@ -7,7 +7,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/registry"
 )
 
@@ -253,93 +252,133 @@ func (e *Engine) releaseIfIdleLocked(a *authority) {
 	}
 }
 
-// notice is one watcher callback, run on the serializer: a change
-// (resource or err, with its origin) or an ambient error. One object holds
-// all it needs, its gate hold too: a large response makes one per resource.
-type notice struct {
-	h         *watch
-	resource  registry.Resource
-	err       error
-	origin    *origin // nil for an ambient error
-	isAmbient bool
-	hold      wire.Hold
-	done      func()
+// WildcardWatcher receives every resource of a type the servers send
+// (Engine.WatchAll): each call is about the resource called name and
+// means what a ResourceWatcher's would for that resource (gRFC A88); a
+// deletion A88 keeps comes as an ambient error of KindDeleted. Name "" is
+// the subscription as a whole: OnAmbientError("", err) when its server
+// becomes unreachable; ("", nil) when it answers again, and after each
+// response of the type, once every resource it changed was delivered:
+// then the watcher has all the server has sent.
+type WildcardWatcher interface {
+	OnResourceChanged(name string, r registry.Resource, err error, done func())
+	OnAmbientError(name string, err error, done func())
 }
 
-func (n *notice) update() Update {
-	u := Update{Resource: n.resource, Err: n.err}
-	if o := n.origin; o != nil {
-		u.Version, u.Received, u.FromStore = o.version, o.received, o.stored
-		if o.server != nil {
-			u.Server = *o.server
+// wildcard is one WatchAll call's registration: it holds an entry of
+// every resource of its type the servers send, through a watch of each.
+type wildcard struct {
+	w        WildcardWatcher
+	canceled atomic.Bool
+	watches  []*watch
+}
+
+// wildcardName is how a wildcard subscription is written on the wire.
+const wildcardName = "*"
+
+// WatchAll subscribes to every resource of a type (xDS's wildcard, as
+// Envoy subscribes to Listeners and Clusters), from the servers of names
+// that are not xdstp:// URIs, and returns the function that stops it.
+// Resources also watched by name are delivered to both watchers; a
+// wildcard sets no does-not-exist timer. gRPC's clients have no such
+// watch.
+func (e *Engine) WatchAll(typeURL string, w WildcardWatcher) (cancel func()) {
+	if e.closed.Load() {
+		return func() {}
+	}
+	typ, err := e.typeOf(typeURL, "")
+	if err != nil {
+		e.ser.Schedule(func() { w.OnResourceChanged("", nil, err, func() {}) })
+		return func() {}
+	}
+	ww := &wildcard{w: w}
+	e.mu.Do(op{all: ww, typ: typ})
+	return func() {
+		if ww.canceled.CompareAndSwap(false, true) {
+			e.mu.Do(op{all: ww, typ: typ, cancel: true})
 		}
 	}
-	return u
 }
 
-// About names the notice's resource in a report of slow watchers.
-func (n *notice) About() wire.Pending {
-	return wire.Pending{TypeURL: n.h.entry.typ.TypeURL, Name: n.h.entry.name}
+func (e *Engine) watchAllLocked(ww *wildcard, typ *registry.ResourceType) {
+	a := e.auths.OldStyle
+	a.wildcards[typ.TypeURL] = append(a.wildcards[typ.TypeURL], ww)
+	for _, en := range a.resources[typ.TypeURL] {
+		e.deliverCurrentLocked(holdForWildcard(ww, en))
+	}
+	e.subscribeLocked(a, typ.TypeURL, wildcardName, false)
+	e.useStoreLocked(a, true)
 }
 
-func noDone() {}
+// holdForWildcard makes en one of the wildcard's, and returns the watch.
+func holdForWildcard(ww *wildcard, en *entry) *watch {
+	h := &watch{w: wildcardEntry{ww, en.name}, entry: en, wild: true}
+	en.watchers = append(en.watchers, h)
+	en.orphaned = false
+	ww.watches = append(ww.watches, h)
+	return h
+}
 
-func (n *notice) Run() {
-	switch {
-	case n.h.canceled.Load():
-		n.done()
-	case n.isAmbient:
-		n.h.w.OnAmbientError(n.err, n.done)
-	default:
-		// deliverChange, without an Update for a watcher that takes only
-		// the resource and error: an Update built and passed is read back
-		// wide from the narrow stores that just wrote it, a stall each.
-		if uw, ok := n.h.w.(UpdateWatcher); ok {
-			uw.OnUpdate(n.update(), n.done)
-		} else {
-			n.h.w.OnResourceChanged(n.resource, n.err, n.done)
+// wildcardEntryLocked makes the entry of a resource nobody watches by
+// name, for the authority's wildcards of its type, or returns nil.
+func (e *Engine) wildcardEntryLocked(a *authority, typ *registry.ResourceType, key string) *entry {
+	if len(a.wildcards[typ.TypeURL]) == 0 {
+		return nil
+	}
+	en := new(entry)
+	e.addEntryLocked(en, a, typ, key)
+	return en
+}
+
+func (e *Engine) cancelAllLocked(ww *wildcard, typ *registry.ResourceType) {
+	a := e.auths.OldStyle
+	wws := slices.DeleteFunc(slices.Clone(a.wildcards[typ.TypeURL]), func(x *wildcard) bool { return x == ww })
+	if a.wildcards[typ.TypeURL] = wws; len(wws) == 0 {
+		delete(a.wildcards, typ.TypeURL)
+		for _, c := range a.channels {
+			c.nameChangedLocked(typ.TypeURL, wildcardName)
+		}
+	}
+	for _, h := range ww.watches {
+		e.cancelLocked(h)
+	}
+	e.releaseIfIdleLocked(a)
+}
+
+// named reports whether en is watched by name, not only through
+// wildcards: only such an entry is subscribed by its name.
+func (en *entry) named() bool {
+	return slices.ContainsFunc(en.watchers, func(h *watch) bool { return !h.wild })
+}
+
+// notifyWildcardsLocked tells an authority's wildcard watchers of their
+// server's state: unreachable (err), or answering again (nil).
+func (e *Engine) notifyWildcardsLocked(a *authority, err error) {
+	for _, wws := range a.wildcards {
+		for _, ww := range wws {
+			e.scheduleLocked(&notice{h: &watch{w: wildcardEntry{ww, ""}}, err: err, isAmbient: true}, nil)
 		}
 	}
 }
 
-// scheduleLocked schedules n. A non-nil gate holds the stream's next read
-// until the callback calls done.
-func (e *Engine) scheduleLocked(n *notice, gate *wire.Gate) {
-	n.done = noDone
-	if gate != nil {
-		gate.Hold(&n.hold, n)
-		n.done = n.hold.Release
-	}
-	if !e.ser.ScheduleJob(n) {
-		n.done()
-	}
+// wildcardEntry is a wildcard's watcher of one resource.
+type wildcardEntry struct {
+	ww   *wildcard
+	name string
 }
 
-func (e *Engine) notifyChangedLocked(en *entry, r registry.Resource, err error, gate *wire.Gate) {
-	if len(en.watchers) == 0 {
+func (x wildcardEntry) OnResourceChanged(r registry.Resource, err error, done func()) {
+	if x.ww.canceled.Load() {
+		done()
 		return
 	}
-	o := e.originLocked(en, err)
-	for _, h := range en.watchers {
-		n := e.newNoticeLocked(gate)
-		n.h, n.resource, n.err, n.origin = h, r, err, o
-		e.scheduleLocked(n, gate)
-	}
+	x.ww.w.OnResourceChanged(x.name, r, err, done)
 }
 
-func (e *Engine) notifyAmbientLocked(en *entry, err error, gate *wire.Gate) {
-	for _, h := range en.watchers {
-		n := e.newNoticeLocked(gate)
-		n.h, n.err, n.isAmbient = h, err, true
-		e.scheduleLocked(n, gate)
+func (x wildcardEntry) OnAmbientError(err error, done func()) {
+	if x.ww.canceled.Load() {
+		done()
+		return
 	}
-}
-
-// newNoticeLocked returns a zero notice; those of a response (gate) come
-// from chunks.
-func (e *Engine) newNoticeLocked(gate *wire.Gate) *notice {
-	if gate == nil {
-		return new(notice)
-	}
-	return e.notices.New(gate)
+	x.ww.w.OnAmbientError(x.name, err, done)
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"iter"
 	"maps"
 	"slices"
 
@@ -43,6 +44,19 @@ func (a *authority) entriesLocked(typeURL string) map[string]*entry {
 		a.marked[typeURL] = &markorder.List[*entry]{}
 	}
 	return byName
+}
+
+// entries yields the authority's entries, of every type.
+func (a *authority) entries() iter.Seq[*entry] {
+	return func(yield func(*entry) bool) {
+		for _, byName := range a.resources {
+			for _, en := range byName {
+				if !yield(en) {
+					return
+				}
+			}
+		}
+	}
 }
 
 func (a *authority) active() *channel {
@@ -148,15 +162,13 @@ func (e *Engine) maybeFallbackLocked(a *authority) bool {
 			st.Uncached++ // a wildcard that got nothing yet
 		}
 	}
-	for _, byName := range a.resources {
-		for _, en := range byName {
-			switch {
-			case en.orphaned:
-			case en.value != nil:
-				st.Cached++
-			case en.state == StateRequested:
-				st.Uncached++
-			}
+	for en := range a.entries() {
+		switch {
+		case en.orphaned:
+		case en.value != nil:
+			st.Cached++
+		case en.state == StateRequested:
+			st.Uncached++
 		}
 	}
 	if !e.fallback.ShouldFallback(st) {

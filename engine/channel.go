@@ -210,12 +210,10 @@ func (c *channel) receivedLocked() {
 func (c *channel) clearConnectivityErrorsLocked(gate *wire.Gate) {
 	c.reconnected = false
 	for _, a := range c.authsLocked(true) {
-		for _, byName := range a.resources {
-			for _, en := range byName {
-				if en.source == c && en.value != nil && KindOf(en.ambientError()) == KindConnectivity {
-					en.setAmbient(nil)
-					c.e.notifyAmbientLocked(en, nil, gate)
-				}
+		for en := range a.entries() {
+			if en.source == c && en.value != nil && KindOf(en.ambientError()) == KindConnectivity {
+				en.setAmbient(nil)
+				c.e.notifyAmbientLocked(en, nil, gate)
 			}
 		}
 	}
@@ -276,11 +274,9 @@ func (e *Engine) channelErrorFor(c *channel, en *entry) *Error {
 // notifyChannelErrorLocked tells the authority's watchers that its server
 // is unreachable; the cache state does not change (A88).
 func (e *Engine) notifyChannelErrorLocked(a *authority, c *channel) {
-	for _, byName := range a.resources {
-		for _, en := range byName {
-			if len(en.watchers) > 0 {
-				e.notifyErrorLocked(en, e.channelErrorFor(c, en), nil)
-			}
+	for en := range a.entries() {
+		if len(en.watchers) > 0 {
+			e.notifyErrorLocked(en, e.channelErrorFor(c, en), nil)
 		}
 	}
 }

@@ -160,16 +160,13 @@ func (e *Engine) Close() error {
 	}
 	// Every transport closes here, those still lent to other services
 	// (load reporting) too: their users are to be done by now.
-	lent := e.transports.Drain()
+	closeTransports := e.transports.Drain()
 	for _, c := range e.channels {
 		c.shutdownLocked()
 	}
 	e.channels = nil
 	e.mu.Unlock()
-	var errs []error
-	for _, t := range lent {
-		errs = append(errs, t.Close()) // Join drops nils
-	}
+	errs := []error{closeTransports()}
 	e.streamsRun.Wait()
 	if lg := e.lastGood; lg != nil {
 		lg.writer.Close()

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
@@ -47,13 +48,9 @@ func (h *streamHost) Ended(err error, sawResponse bool) {
 	h.locked(func(c *channel) { c.endedLocked(err, sawResponse) })
 }
 
-// SlowWatchers counts the resources whose watchers have not called done,
-// per type; the stream has logged them.
-func (h *streamHost) SlowWatchers(pending []wire.Pending) {
-	perType := map[string]int{}
-	for _, p := range pending {
-		perType[p.TypeURL]++
-	}
+// SlowWatchers counts the resources whose watchers have not called done;
+// the stream has logged them.
+func (h *streamHost) SlowWatchers(perType map[string]int) {
 	for u, n := range perType {
 		h.c.e.metrics.Add(metrics.Slow, n, h.c.server.URI, u)
 	}
@@ -189,22 +186,17 @@ func (c *channel) wildcardLocked(typeURL string) bool {
 	return false
 }
 
+// subscribedTypesLocked returns the types the channel's authorities
+// watch, sorted. (An authority holds no empty map of a type's entries or
+// wildcards: the last to go deletes it.)
 func (c *channel) subscribedTypesLocked() []string {
 	var types []string
 	for a := range c.auths {
-		for t, byName := range a.resources {
-			if len(byName) > 0 && !slices.Contains(types, t) {
-				types = append(types, t)
-			}
-		}
-		for t := range a.wildcards {
-			if !slices.Contains(types, t) {
-				types = append(types, t)
-			}
-		}
+		types = slices.AppendSeq(types, maps.Keys(a.resources))
+		types = slices.AppendSeq(types, maps.Keys(a.wildcards))
 	}
 	slices.Sort(types)
-	return types
+	return slices.Compact(types)
 }
 
 // resourceVersionsLocked returns the versions of a type's resources

@@ -75,11 +75,9 @@ func (e *Engine) Authorities() []AuthorityStatus {
 				s.Err = c.status // not a nil *Error in a non-nil error
 			}
 		}
-		for _, byName := range a.resources {
-			for _, en := range byName {
-				if en.storedOrigin() != nil {
-					s.FromStore++
-				}
+		for en := range a.entries() {
+			if en.storedOrigin() != nil {
+				s.FromStore++
 			}
 		}
 		out = append(out, s)
@@ -103,11 +101,9 @@ func (e *Engine) Dump() *statuspb.ClientConfig {
 	}
 	snaps := make([]dump.Entry, 0, count)
 	for _, a := range auths {
-		for _, byName := range a.resources {
-			for _, en := range byName {
-				if !en.orphaned {
-					snaps = append(snaps, snapshotLocked(en))
-				}
+		for en := range a.entries() {
+			if !en.orphaned {
+				snaps = append(snaps, snapshotLocked(en))
 			}
 		}
 	}
@@ -166,12 +162,10 @@ func (e *Engine) gauges() (metrics.Gauges, bool) {
 		g.Connected[c.server.URI] = g.Connected[c.server.URI] || c.connected
 	}
 	for _, a := range e.allAuthoritiesLocked() {
-		for _, byName := range a.resources {
-			for _, en := range byName {
-				if !en.orphaned {
-					g.Resources[metrics.ResourceKey{Authority: a.displayName(), Type: metrics.TypeLabel(en.typ.TypeURL),
-						State: en.state.MetricLabel(en.value != nil)}]++
-				}
+		for en := range a.entries() {
+			if !en.orphaned {
+				g.Resources[metrics.ResourceKey{Authority: a.displayName(), Type: metrics.TypeLabel(en.typ.TypeURL),
+					State: en.state.MetricLabel(en.value != nil)}]++
 			}
 		}
 	}

@@ -209,15 +209,13 @@ func (e *Engine) useStoreLocked(a *authority, ambient bool) {
 			e.wildcardEntryLocked(a, e.types[k.TypeURL], k.Key)
 		}
 	}
-	for _, byName := range a.resources {
-		for _, en := range byName {
-			if len(en.watchers) == 0 || !e.serveStoredLocked(en) {
-				continue
-			}
-			e.notifyChangedLocked(en, en.value, nil, nil)
-			if ambient {
-				e.notifyAmbientLocked(en, en.ambientError(), nil)
-			}
+	for en := range a.entries() {
+		if len(en.watchers) == 0 || !e.serveStoredLocked(en) {
+			continue
+		}
+		e.notifyChangedLocked(en, en.value, nil, nil)
+		if ambient {
+			e.notifyAmbientLocked(en, en.ambientError(), nil)
 		}
 	}
 }

@@ -6,6 +6,7 @@ package transports
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -113,17 +114,24 @@ func (ts *Set) Lend(s bootstrap.ServerConfig, lock sync.Locker) (t transport.Tra
 	}), nil
 }
 
-// Drain empties the set and returns its transports, those still lent
-// too, for the caller to close; later Releases do nothing.
-func (ts *Set) Drain() []transport.Transport {
-	var out []transport.Transport
+// Drain empties the set and returns the function that closes its
+// transports, those still lent too, for the caller to call once it has
+// let go of its lock; later Releases do nothing.
+func (ts *Set) Drain() (closeAll func() error) {
+	var lent []transport.Transport
 	for key, st := range ts.shared {
 		if st.t != nil {
-			out = append(out, st.t)
+			lent = append(lent, st.t)
 		}
 		delete(ts.shared, key)
 	}
-	return out
+	return func() error {
+		var errs []error
+		for _, t := range lent {
+			errs = append(errs, t.Close()) // Join drops nils
+		}
+		return errors.Join(errs...)
+	}
 }
 
 // Open opens an ADS stream on t, incremental (delta) or State of the

@@ -108,14 +108,17 @@ func TestSharing(t *testing.T) {
 	ts.Release(Key(bad))
 
 	lent, _ := ts.Acquire(Key(s), s)
-	drained := ts.Drain()
-	if len(drained) != 1 || drained[0] != lent {
-		t.Fatalf("Drain = %v, want the lent transport", drained)
+	closeAll := ts.Drain()
+	if n := lent.(*counted).closes.Load(); n != 0 {
+		t.Fatalf("Drain closed the lent transport %d times before its function was called", n)
 	}
 	ts.Release(Key(s))
 	closing.Wait()
 	if n := lent.(*counted).closes.Load(); n != 0 {
 		t.Fatalf("a Release after Drain closed the transport %d times", n)
+	}
+	if err := closeAll(); err != nil || lent.(*counted).closes.Load() != 1 {
+		t.Fatalf("Drain's function = %v, %d closes; want the lent transport closed once", err, lent.(*counted).closes.Load())
 	}
 }
 
@@ -148,12 +151,15 @@ func TestLend(t *testing.T) {
 	mu.Unlock()
 
 	bad := bootstrap.ServerConfig{URI: "bad"}
+	calls := b.calls
 	if tr, release, err := ts.Lend(bad, &mu); tr != nil || release != nil || err == nil {
 		t.Fatalf("Lend of an unbuildable server = %v, %v; want only the error", tr, err)
 	}
-	if drained := ts.Drain(); len(drained) != 0 {
-		t.Fatalf("Drain after a failed Lend = %v, want nothing held", drained)
+	ts.Acquire(Key(bad), bad) // built again: the failed Lend holds nothing
+	if b.calls != calls+2 {
+		t.Fatalf("%d builds for a failed Lend and an Acquire after it, want 2", b.calls-calls)
 	}
+	ts.Release(Key(bad))
 }
 
 // opener records the method of each stream it opens; its streams answer

@@ -261,10 +261,19 @@ func (s *stream) waitForWatchers(g *Gate) error {
 			overdue = nil
 			if pending, n := g.outstanding(); len(pending) > 0 {
 				s.logSlowWatchers(pending, n)
-				s.host.SlowWatchers(pending)
+				s.host.SlowWatchers(countByType(pending))
 			}
 		}
 	}
+}
+
+// countByType counts the pending resources of each type.
+func countByType(pending []Pending) map[string]int {
+	perType := map[string]int{}
+	for _, p := range pending {
+		perType[p.TypeURL]++
+	}
+	return perType
 }
 
 // logSlowWatchers warns that watchers hold reads, naming the first

@@ -45,9 +45,9 @@ type Host interface {
 	// read a response.
 	Ended(err error, sawResponse bool)
 	// SlowWatchers: a response's notifications have held reads for
-	// Config.SlowWatcherThreshold (the stream has logged it); pending are
-	// the resources of those still waiting for done.
-	SlowWatchers(pending []Pending)
+	// Config.SlowWatcherThreshold (the stream has logged it); perType
+	// counts, by type URL, the resources of those still waiting for done.
+	SlowWatchers(perType map[string]int)
 }
 
 // Subscription is a type's subscription as the host hands it to a stream:

@@ -172,14 +172,7 @@ func resourcesEqual(a, b registry.Resource) bool {
 // features keep or drop a cached resource (a transient TP3 error keeps
 // it); watchers are told (notifyErrorLocked).
 func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason, version string, c *channel, gate *wire.Gate) {
-	switch reason {
-	case features.ReasonNACK:
-		en.state = StateNACKed
-	case features.ReasonDeletion:
-		en.state = StateDoesNotExist
-	case features.ReasonServerReported:
-		en.state = StateReceivedError
-	}
+	en.state = CacheState(cachestate.AfterDataError(reason))
 	if en.value != nil {
 		action := features.Keep
 		legacyDeletion := e.switches.DisableDataErrorHandling && reason == features.ReasonDeletion

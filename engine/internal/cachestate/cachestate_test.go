@@ -5,9 +5,28 @@ import (
 
 	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	"go.uber.org/goleak"
+
+	"github.com/xdsengine/xdsengine/features"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestAfterDataError: each reason's state, as CSDS names it.
+func TestAfterDataError(t *testing.T) {
+	for _, tc := range []struct {
+		reason features.Reason
+		want   adminpb.ClientResourceStatus
+	}{
+		{features.ReasonNACK, adminpb.ClientResourceStatus_NACKED},
+		{features.ReasonDeletion, adminpb.ClientResourceStatus_DOES_NOT_EXIST},
+		{features.ReasonServerReported, adminpb.ClientResourceStatus_RECEIVED_ERROR},
+		{features.Reason(0), adminpb.ClientResourceStatus_UNKNOWN},
+	} {
+		if got := Status(AfterDataError(tc.reason)); got != tc.want {
+			t.Errorf("Status(AfterDataError(%v)) = %v, want %v", tc.reason, got, tc.want)
+		}
+	}
+}
 
 func TestTable(t *testing.T) {
 	for _, tc := range []struct {

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"errors"
-	"slices"
-	"strings"
 
 	statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 
@@ -51,12 +49,11 @@ func (p *Pool) Targets() []string { return p.engines.Keys() }
 // Dump returns one CSDS ClientConfig per target, sorted by target, each
 // with its target as client_scope (gRFC A71's CSDS change).
 func (p *Pool) Dump() []*statuspb.ClientConfig {
-	engines := p.engines.Values()
+	engines := p.engines.Values() // by target
 	out := make([]*statuspb.ClientConfig, 0, len(engines))
 	for _, e := range engines {
 		out = append(out, e.Dump())
 	}
-	slices.SortFunc(out, func(a, b *statuspb.ClientConfig) int { return strings.Compare(a.GetClientScope(), b.GetClientScope()) })
 	return out
 }
 

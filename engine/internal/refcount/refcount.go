@@ -77,13 +77,13 @@ func (m *Map[K, V]) Keys() []K {
 	return keys
 }
 
-// Values returns the values, in no order.
+// Values returns the values, in their keys' order.
 func (m *Map[K, V]) Values() []V {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]V, 0, len(m.values))
-	for _, c := range m.values {
-		out = append(out, c.v)
+	for _, k := range slices.Sorted(maps.Keys(m.values)) {
+		out = append(out, m.values[k].v)
 	}
 	return out
 }

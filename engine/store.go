@@ -135,27 +135,14 @@ func (e *Engine) startStore() {
 // longer lists.
 func (e *Engine) loadStore(lg *lastGood) map[*authority]map[keep.Name]*keep.Stored {
 	got, err := lg.store.Load(lg.digest)
-	if err != nil {
-		e.metrics.Add(metrics.StoreFailures, 1, "", "")
-		e.log.Warn("xDS last-known-good store: load failed; starting without it", "error", err)
-		return nil
-	}
-	e.metrics.Add(metrics.Loads, 1, "", "")
-	if got.Corrupt > 0 {
-		e.metrics.Add(metrics.Dropped, got.Corrupt, "", "")
-		e.log.Warn("xDS last-known-good store: corrupt resources dropped", "count", got.Corrupt)
-	}
 	rs := make([]keep.Change, len(got.Resources))
 	for i, r := range got.Resources {
 		rs[i] = keep.Change{Key: keep.Key{Authority: r.Authority, TypeURL: r.TypeURL, Name: r.Name},
 			Server: r.Server, Version: r.Version, Raw: r.Raw, Received: r.Received, Expires: r.Expires}
 	}
-	d := keep.Decoder[*authority]{Types: e.types, Known: e.known, Resolve: e.resolveStored,
+	d := keep.Decoder[*authority]{Types: e.types, Known: e.known, Resolve: e.resolveStored, Metrics: e.metrics, Log: e.log,
 		Options: registry.DecodeOptions{Switches: e.switches, CertificateProviders: e.certificateProviders}}
-	return d.Load(rs, func(r keep.Change, err error) {
-		e.metrics.Add(metrics.Dropped, 1, r.Server, r.TypeURL)
-		e.log.Warn("xDS last-known-good store: resource dropped", "type", r.TypeURL, "name", r.Name, "error", err)
-	})
+	return d.Load(rs, got.Corrupt, err)
 }
 
 // resolveStored resolves a stored resource's name for keep.Decoder.

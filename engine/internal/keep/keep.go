@@ -5,9 +5,10 @@
 // changed resources costs the response path a map write each and the
 // store one transaction, however many pushes come meanwhile. Back from
 // the store, a resource is decoded again (Decoder) as if its server had
-// just sent it, and served only while Servable. It knows nothing of the
-// engine's types: the engine hands it a function that writes a change
-// set, and one that resolves a name.
+// just sent it, what is lost is counted and logged, and what is left is
+// served only while Servable. It knows nothing of the engine's types:
+// the engine hands it a function that writes a change set, and one that
+// resolves a name.
 package keep
 
 import (

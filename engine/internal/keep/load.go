@@ -2,11 +2,13 @@ package keep
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/engine/internal/setup"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
@@ -57,16 +59,32 @@ type Decoder[A comparable] struct {
 	Options registry.DecodeOptions
 	// Known are the server features the engine knows (setup.Known).
 	Known []features.ServerFeature
+	// Metrics and Log hear of what Load loses.
+	Metrics *metrics.Recorder
+	Log     *slog.Logger
 }
 
-// Load decodes the resources rs, by authority, then type and cache key.
-// dropped hears of each one left out, and why.
-func (d *Decoder[A]) Load(rs []Change, dropped func(r Change, err error)) map[A]map[Name]*Stored {
+// Load decodes what a store's load returned, by authority, then type and
+// cache key: rs, the count of corrupt resources left out, or why the load
+// failed. What is lost is counted and logged: a failed load, the corrupt
+// resources, each one Decode drops.
+func (d *Decoder[A]) Load(rs []Change, corrupt int, err error) map[A]map[Name]*Stored {
+	if err != nil {
+		d.Metrics.Add(metrics.StoreFailures, 1, "", "")
+		d.Log.Warn("xDS last-known-good store: load failed; starting without it", "error", err)
+		return nil
+	}
+	d.Metrics.Add(metrics.Loads, 1, "", "")
+	if corrupt > 0 {
+		d.Metrics.Add(metrics.Dropped, corrupt, "", "")
+		d.Log.Warn("xDS last-known-good store: corrupt resources dropped", "count", corrupt)
+	}
 	out := map[A]map[Name]*Stored{}
 	for _, r := range rs {
 		a, name, s, err := d.Decode(r)
 		if err != nil {
-			dropped(r, err)
+			d.Metrics.Add(metrics.Dropped, 1, r.Server, r.TypeURL)
+			d.Log.Warn("xDS last-known-good store: resource dropped", "type", r.TypeURL, "name", r.Name, "error", err)
 			continue
 		}
 		if out[a] == nil {

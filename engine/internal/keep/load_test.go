@@ -1,13 +1,20 @@
 package keep
 
 import (
+	"context"
 	"errors"
+	"log/slog"
+	"maps"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
 	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 )
@@ -89,20 +96,76 @@ func TestDecode(t *testing.T) {
 	}
 }
 
-// TestLoad: resources are indexed by authority, then type and key; each
-// dropped one is reported with its cause.
-func TestLoad(t *testing.T) {
-	var dropped []string
-	got := decoder().Load([]Change{
-		stored(thingURL, "a/x", "s1", "a/x"), stored(thingURL, "a/y", "s2", "a/y"),
-		stored(thingURL, "b/x", "s3", "b/x"), stored(thingURL, "b/z!", "s3", "b/z!"),
-	}, func(r Change, err error) { dropped = append(dropped, r.Name+": "+err.Error()) })
-	if len(got) != 2 || len(got["a"]) != 2 || len(got["b"]) != 1 ||
-		got["a"][Name{thingURL, "y"}].Server.URI != "s2" || got["b"][Name{thingURL, "x"}] == nil {
-		t.Errorf("Load = %v", got)
+// counts collects the counters' values by name, server and type.
+func counts(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
 	}
-	if len(dropped) != 1 || dropped[0] != "b/z!: invalid" {
-		t.Errorf("dropped %q, want [b/z!: invalid]", dropped)
+	out := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok {
+				for _, p := range sum.DataPoints {
+					server, _ := p.Attributes.Value(metrics.LabelServer)
+					typ, _ := p.Attributes.Value(metrics.LabelResourceType)
+					out[m.Name+" "+server.AsString()+" "+typ.AsString()] += p.Value
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestLoad: resources are indexed by authority, then type and key; a
+// failed load, corrupt resources and each resource dropped are counted
+// and logged.
+func TestLoad(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		rs      []Change
+		corrupt int
+		err     error
+		want    map[string]int // authority: resources
+		counts  map[string]int64
+		logs    []string
+	}{
+		{"all valid", []Change{stored(thingURL, "a/x", "s1", "a/x"), stored(thingURL, "a/y", "s2", "a/y"),
+			stored(thingURL, "b/x", "s3", "b/x")}, 0, nil,
+			map[string]int{"a": 2, "b": 1}, map[string]int64{metrics.StoreLoads + "  ": 1}, nil},
+		{"one invalid, two corrupt", []Change{stored(thingURL, "a/x", "s1", "a/x"), stored(thingURL, "b/z!", "s3", "b/z!")}, 2, nil,
+			map[string]int{"a": 1}, map[string]int64{metrics.StoreLoads + "  ": 1, metrics.StoreDropped + "  ": 2,
+				metrics.StoreDropped + " s3 Thing": 1}, []string{`corrupt resources dropped" count=2`, `resource dropped" type=type.test/Thing name=b/z! error=invalid`}},
+		{"load failed", nil, 0, errors.New("disk gone"), nil, map[string]int64{metrics.StoreErrors + "  ": 1},
+			[]string{`load failed; starting without it" error="disk gone"`}},
+	} {
+		reader := sdkmetric.NewManualReader()
+		rec, err := metrics.New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), "", "", func() (metrics.Gauges, bool) { return metrics.Gauges{}, false })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs strings.Builder
+		d := decoder()
+		d.Metrics, d.Log = rec, slog.New(slog.NewTextHandler(&logs, nil))
+		got := d.Load(tc.rs, tc.corrupt, tc.err)
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: Load = %v, want %v", tc.name, got, tc.want)
+		}
+		for a, n := range tc.want {
+			if len(got[a]) != n {
+				t.Errorf("%s: authority %s holds %v, want %d resources", tc.name, a, got[a], n)
+			}
+		}
+		if c := counts(t, reader); !maps.Equal(c, tc.counts) {
+			t.Errorf("%s: counted %v, want %v", tc.name, c, tc.counts)
+		}
+		for _, want := range tc.logs {
+			if !strings.Contains(logs.String(), want) {
+				t.Errorf("%s: logs\n%s\nlack %q", tc.name, logs.String(), want)
+			}
+		}
+		rec.Close()
 	}
 }
 

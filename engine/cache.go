@@ -228,7 +228,7 @@ func (e *Engine) onTimerLocked(en *entry, c *channel) {
 	if en.value != nil {
 		return
 	}
-	t := c.timerLocked()
+	t := c.timer
 	var err *Error
 	if t.Transient {
 		en.state = StateTimeout

@@ -15,6 +15,7 @@ import (
 	"github.com/xdsengine/xdsengine/engine/internal/setup"
 	"github.com/xdsengine/xdsengine/engine/internal/transports"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
+	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/transport"
 )
@@ -27,6 +28,7 @@ type channel struct {
 	server    bootstrap.ServerConfig
 	key       string
 	info      registry.ServerInfo // its features, and whether it speaks incremental ADS
+	timer     features.Timer      // its does-not-exist timer
 	transport transport.Transport // shared (Engine.Transport)
 	buildErr  error
 	memo      *wire.Memo
@@ -64,7 +66,7 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 		return c
 	}
 	info, ignored := setup.Server(s, e.known)
-	c := &channel{e: e, server: s, key: key, info: info,
+	c := &channel{e: e, server: s, key: key, info: info, timer: setup.Timer(info.Features, e.cfg.ResourceTimeout),
 		memo: wire.NewMemo(), auths: make(map[*authority]struct{}), subscribed: make(map[string]*namelist.List),
 		versions: make(map[string]string), order: make(map[string][]*entry)}
 	// A typo in a feature's name is silent: say what each server's came to.

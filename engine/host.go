@@ -9,7 +9,6 @@ import (
 	"github.com/xdsengine/xdsengine/engine/internal/namelist"
 	"github.com/xdsengine/xdsengine/engine/internal/transports"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
-	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/transport"
 )
 
@@ -119,7 +118,7 @@ func (c *channel) subscriptionLocked(typeURL string) wire.Subscription {
 		sub.Versions = c.resourceVersionsLocked(typeURL)
 	}
 	if len(sub.Added) > 0 {
-		sub.Timeout = c.timerLocked().Timeout
+		sub.Timeout = c.timer.Timeout
 		keys := c.e.keysLocked(typeURL)
 		for _, name := range sub.Added {
 			if _, en := keys.Entry(name); en != nil && en.value == nil {
@@ -221,12 +220,4 @@ func (c *channel) resourceVersionsLocked(typeURL string) map[string]string {
 		}
 	}
 	return versions
-}
-
-func (c *channel) timerLocked() features.Timer {
-	t := c.info.Features.ResourceTimer(features.DefaultTimer)
-	if c.e.cfg.ResourceTimeout > 0 {
-		t.Timeout = c.e.cfg.ResourceTimeout
-	}
-	return t
 }

@@ -1,9 +1,10 @@
 // Package setup derives what an engine runs with from its configuration,
 // and checks it: the resource types on under the switches and the client
 // features they add, the server features known by name, what each
-// server's "server_features" come to, the authorities' servers, the
-// switches, the certificate provider instances, and the default backoff. None of it needs the engine's state, so it is here,
-// with a test of its own, and not in the engine.
+// server's "server_features" come to and its does-not-exist timer, the
+// authorities' servers, the switches, the certificate provider
+// instances, and the default backoff. None of it needs the engine's
+// state, so it is here, with a test of its own, and not in the engine.
 package setup
 
 import (
@@ -81,6 +82,17 @@ func Server(s bootstrap.ServerConfig, known []features.ServerFeature) (info regi
 	fs := features.Resolve(s.ServerFeatures, known...)
 	info = registry.ServerInfo{URI: s.URI, Features: fs, Delta: s.Delta || fs.Has(features.NameDeltaXDS)}
 	return info, slices.DeleteFunc(slices.Clone(s.ServerFeatures), fs.Has)
+}
+
+// Timer returns a server's does-not-exist timer (gRFC A88: its features
+// say how long, and whether expiry is transient), its length overridden
+// by a positive override.
+func Timer(fs features.Set, override time.Duration) features.Timer {
+	t := fs.ResourceTimer(features.DefaultTimer)
+	if override > 0 {
+		t.Timeout = override
+	}
+	return t
 }
 
 // Authority is an authority's part of the bootstrap, under the switches.

@@ -199,6 +199,29 @@ func TestCertificateProviders(t *testing.T) {
 	}
 }
 
+// TestTimer: 15 s by default, 30 s and transient with
+// resource_timer_is_transient_error, a positive override's length either
+// way.
+func TestTimer(t *testing.T) {
+	transient := features.Resolve([]string{features.NameResourceTimerIsTransientError}, features.Builtin()...)
+	for _, tc := range []struct {
+		name     string
+		fs       features.Set
+		override time.Duration
+		want     features.Timer
+	}{
+		{"default", nil, 0, features.Timer{Timeout: 15 * time.Second}},
+		{"transient", transient, 0, features.Timer{Timeout: 30 * time.Second, Transient: true}},
+		{"overridden", nil, time.Second, features.Timer{Timeout: time.Second}},
+		{"transient, overridden", transient, time.Second, features.Timer{Timeout: time.Second, Transient: true}},
+		{"negative override ignored", nil, -time.Second, features.Timer{Timeout: 15 * time.Second}},
+	} {
+		if got := Timer(tc.fs, tc.override); got != tc.want {
+			t.Errorf("%s: Timer = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestBackoff(t *testing.T) {
 	for _, tc := range []struct {
 		n    int

@@ -44,7 +44,7 @@ const DefaultSlowWatcherThreshold = 30 * time.Second
 type Engine struct {
 	cfg        Config
 	reg        *registry.Registry
-	types      map[string]*registry.ResourceType // those on under the switches; entries share them
+	types      setup.TypeSet // those on under the switches; entries share them
 	clock      Clock
 	log        *slog.Logger
 	switches   features.Switches

@@ -68,7 +68,7 @@ func (c *channel) startStreamLocked() {
 	for _, sn := range c.subscribed {
 		sn.NewStream()
 	}
-	c.stream = newStream(wire.Config{Host: c.host, Open: c.openStream, Goroutines: &e.streamsRun, Types: e.lookupType,
+	c.stream = newStream(wire.Config{Host: c.host, Open: c.openStream, Goroutines: &e.streamsRun, Types: e.types.Lookup,
 		ResolveName: e.auths.Key, Memo: c.memo, Switches: e.switches, Server: c.info,
 		CertificateProviders: e.certificateProviders, Node: e.node, Clock: e.clock,
 		SlowWatcherThreshold: e.slowWatcherThreshold, Log: e.log})

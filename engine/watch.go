@@ -80,11 +80,6 @@ func (e *Engine) typeOf(typeURL, name string) (*registry.ResourceType, *Error) {
 	return nil, &Error{Kind: KindUnknownType, Code: codes.FailedPrecondition, TypeURL: typeURL, Name: name, NodeID: e.nodeID, Err: cause}
 }
 
-func (e *Engine) lookupType(typeURL string) (*registry.ResourceType, bool) {
-	t := e.types[typeURL]
-	return t, t != nil
-}
-
 func (e *Engine) failWatch(w ResourceWatcher, err *Error) {
 	e.log.Warn("xDS watch rejected", "type", err.TypeURL, "name", err.Name, "error", err)
 	u := Update{Err: err, Received: e.clock.Now()}

@@ -51,10 +51,19 @@ func Check(reg *registry.Registry, bs *bootstrap.Bootstrap, maxResponseBytes int
 	return nil
 }
 
+// TypeSet is the resource types an engine watches, by type URL.
+type TypeSet map[string]*registry.ResourceType
+
+// Lookup returns the type of typeURL, if it is in the set.
+func (ts TypeSet) Lookup(typeURL string) (*registry.ResourceType, bool) {
+	t := ts[typeURL]
+	return t, t != nil
+}
+
 // Types returns the registry's types that are on under the switches, by
 // type URL, and the client features they add, in the registry's order.
-func Types(reg *registry.Registry, sw features.Switches) (map[string]*registry.ResourceType, []string) {
-	types := make(map[string]*registry.ResourceType, reg.Len())
+func Types(reg *registry.Registry, sw features.Switches) (TypeSet, []string) {
+	types := make(TypeSet, reg.Len())
 	var clientFeatures []string
 	for _, u := range reg.TypeURLs() {
 		if t, _ := reg.Lookup(u); t.EnabledUnder(sw) {

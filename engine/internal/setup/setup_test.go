@@ -81,6 +81,12 @@ func TestTypes(t *testing.T) {
 				names = append(names, typ.Name)
 			}
 		}
+		if _, ok := types.Lookup("type.googleapis.com/test.Unregistered"); ok {
+			t.Errorf("%s: an unregistered type looked up", tc.name)
+		}
+		if typ, ok := types.Lookup(reg.TypeURLs()[0]); !ok || typ.Name != "A" {
+			t.Errorf("%s: Lookup of A = %v, %v", tc.name, typ, ok)
+		}
 		if len(types) != len(names) || !slices.Equal(names, tc.types) || !slices.Equal(clientFeatures, tc.features) {
 			t.Errorf("%s: types %v (%d), client features %v; want %v, %v", tc.name, names, len(types), clientFeatures,
 				tc.types, tc.features)

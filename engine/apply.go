@@ -3,9 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -145,7 +142,7 @@ func (c *channel) finishLocked(r *wire.Response) {
 	if c.reconnected {
 		c.clearConnectivityErrorsLocked(r.Gate)
 	}
-	if len(c.globsTouched) > 0 {
+	if c.globsTouched.Len() > 0 {
 		c.deliverGlobsLocked(r.Version, r.Received, r.Gate)
 	}
 	if a := c.e.auths.OldStyle; a.active() == c {
@@ -269,17 +266,12 @@ func (c *channel) applyMemberLocked(typeURL, key string, value registry.Resource
 	if !ge.glob.Update(key, value, version, resErr) {
 		return
 	}
-	if c.globsTouched == nil {
-		c.globsTouched = make(map[*entry]bool)
-	}
-	c.globsTouched[ge] = true
+	c.globsTouched.Add(ge)
 }
 
 func (c *channel) deliverGlobsLocked(version string, received time.Time, gate *wire.Gate) {
 	e := c.e
-	touched := slices.SortedFunc(maps.Keys(c.globsTouched), func(a, b *entry) int { return strings.Compare(a.name, b.name) })
-	c.globsTouched = nil
-	for _, ge := range touched {
+	for _, ge := range c.globsTouched.Take(func(ge *entry) string { return ge.name }) {
 		if ge.watchers == nil && ge.orphaned {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine/internal/glob"
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/engine/internal/namelist"
 	"github.com/xdsengine/xdsengine/engine/internal/setup"
@@ -52,7 +53,7 @@ type channel struct {
 	// response's being applied.
 	order        map[string][]*entry
 	nextOrder    []*entry
-	globsTouched map[*entry]bool // the collections the response changed
+	globsTouched glob.Touched[*entry] // the collections the response changed
 	stream       wire.Stream
 	host         *streamHost // the stream's; calls of another are stale
 	retries      int         // consecutive streams that failed without a response

@@ -1,13 +1,15 @@
 // Package glob keeps the members of glob collections (xRFC TP1): a watch
 // of "xdstp://a/type/path/*" is answered with the members,
 // "xdstp://a/type/path/<id>", which nobody watches by name, and is
-// delivered as a *registry.GlobCollection.
+// delivered as a *registry.GlobCollection. Touched gathers the collections
+// a response changed, to deliver them once it is applied.
 package glob
 
 import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/registry"
@@ -88,4 +90,26 @@ func (m *Members) AddVersions(dst map[string]string) bool {
 	}
 	maps.Copy(dst, m.versions)
 	return true
+}
+
+// Touched is the set of collections a response changed, delivered once
+// it is applied, in the order of their names. The zero value is empty.
+type Touched[E comparable] struct{ set map[E]bool }
+
+// Add adds a collection.
+func (t *Touched[E]) Add(e E) {
+	if t.set == nil {
+		t.set = make(map[E]bool)
+	}
+	t.set[e] = true
+}
+
+// Len returns how many collections the set holds.
+func (t *Touched[E]) Len() int { return len(t.set) }
+
+// Take empties the set and returns its collections, sorted by name.
+func (t *Touched[E]) Take(name func(E) string) []E {
+	out := slices.SortedFunc(maps.Keys(t.set), func(a, b E) int { return strings.Compare(name(a), name(b)) })
+	t.set = nil
+	return out
 }

@@ -3,6 +3,7 @@ package glob
 import (
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,5 +119,38 @@ func TestReset(t *testing.T) {
 	var none *Members
 	if none.AddVersions(dst) {
 		t.Error("AddVersions of nil reports members")
+	}
+}
+
+// coll stands for the engine's entry of a collection.
+type coll struct{ name string }
+
+// TestTouched: each collection once, sorted by name, and the set empty
+// after it is taken.
+func TestTouched(t *testing.T) {
+	x, y, z := &coll{"x/*"}, &coll{"y/*"}, &coll{"z/*"}
+	for _, tc := range []struct {
+		name  string
+		added []*coll
+		want  []*coll
+	}{
+		{"none", nil, nil},
+		{"one", []*coll{y}, []*coll{y}},
+		{"repeated, out of order", []*coll{z, x, z, y, x}, []*coll{x, y, z}},
+	} {
+		var touched Touched[*coll]
+		for _, c := range tc.added {
+			touched.Add(c)
+		}
+		if touched.Len() != len(tc.want) {
+			t.Errorf("%s: Len = %d, want %d", tc.name, touched.Len(), len(tc.want))
+		}
+		got := touched.Take(func(c *coll) string { return c.name })
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: Take = %v, want %v", tc.name, got, tc.want)
+		}
+		if touched.Len() != 0 {
+			t.Errorf("%s: %d left after Take", tc.name, touched.Len())
+		}
 	}
 }

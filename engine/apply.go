@@ -149,6 +149,11 @@ func (c *channel) finishLocked(r *wire.Response) {
 	if len(c.globsTouched) > 0 {
 		c.deliverGlobsLocked(r.Version, r.Received, r.Gate)
 	}
+	if a := c.e.oldStyle; a.active() == c {
+		for _, ww := range a.wildcards[r.TypeURL] {
+			c.e.scheduleLocked(&notice{h: &watch{w: wildcardEntry{ww, ""}}, isAmbient: true}, r.Gate)
+		}
+	}
 	c.e.metrics.Add(metrics.Valid, r.Valid, c.server.URI, r.TypeURL)
 	c.e.metrics.Add(metrics.Invalid, r.Invalid, c.server.URI, r.TypeURL)
 	// Its notices are all made: let go of the gate, and of those run.

@@ -30,6 +30,9 @@ type pooled struct {
 // NewPool returns a pool whose engines are built from cfg, each with
 // Config.Target set to its target.
 func NewPool(cfg Config) (*Pool, error) {
+	if cfg.Store != nil {
+		return nil, errors.New("engine: NewPool: Config.Store is one engine's; a pool's engines would share it (give each its own with New)")
+	}
 	// Validated once, so that Get fails only for reasons of its own.
 	probe, err := New(cfg)
 	if err != nil {

@@ -85,3 +85,15 @@ func TestPoolSharesAndReleases(t *testing.T) {
 		t.Fatal("Get after Close succeeded")
 	}
 }
+
+// TestPoolRefusesAStore: a store is one engine's, and a pool makes many.
+func TestPoolRefusesAStore(t *testing.T) {
+	_, err := engine.NewPool(engine.Config{
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer("localhost:1")}},
+		Registry:  testtype.Registry(),
+		Store:     newMemStore(),
+	})
+	if err == nil || !contains(err.Error(), "Config.Store") {
+		t.Fatalf("NewPool with a store: %v, want an error naming Config.Store", err)
+	}
+}

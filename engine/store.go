@@ -108,7 +108,9 @@ func (e *Engine) startStore() {
 	if lg.maxAge < 0 {
 		lg.maxAge = math.MaxInt64
 	}
+	loadDone := make(chan struct{})
 	lg.writer = keep.NewWriter(func(cs []keep.Change) error {
+		<-loadDone // one call at a time, and nothing replaced before it is read
 		changes := make([]StoreChange, len(cs))
 		for i, c := range cs {
 			changes[i] = StoreChange{StoredResource{c.Authority, c.Server, c.TypeURL, c.Name, c.Version, c.Raw, c.Received, c.Expires}, c.Delete}
@@ -127,6 +129,7 @@ func (e *Engine) startStore() {
 	go func() {
 		defer e.streamsRun.Done()
 		loaded := e.loadStore(lg)
+		close(loadDone)
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		if e.closed.Load() {
@@ -155,7 +158,10 @@ func (e *Engine) loadStore(lg *lastGood) map[*authority]map[storedKey]*storedVal
 		return nil
 	}
 	e.metrics.Add(metrics.Loads, 1, "", "")
-	e.metrics.Add(metrics.Dropped, got.Corrupt, "", "")
+	if got.Corrupt > 0 {
+		e.metrics.Add(metrics.Dropped, got.Corrupt, "", "")
+		e.log.Warn("xDS last-known-good store: corrupt resources dropped", "count", got.Corrupt)
+	}
 	out := map[*authority]map[storedKey]*storedValue{}
 	for _, r := range got.Resources {
 		sv, a, key, err := e.decodeStored(r)

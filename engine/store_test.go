@@ -12,6 +12,7 @@ import (
 
 	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -71,16 +72,6 @@ func (s *memStore) Apply(digest []byte, changes []engine.StoreChange) error {
 }
 
 func (s *memStore) Close() error { return nil }
-
-// put writes a resource as an earlier run would have.
-func (s *memStore) put(digest []byte, r engine.StoredResource) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !bytes.Equal(digest, s.digest) {
-		s.digest, s.kept = digest, map[[2]string]engine.StoredResource{}
-	}
-	s.kept[[2]string{r.TypeURL, r.Name}] = r
-}
 
 // names lists what the store keeps as "name@version", sorted.
 func (s *memStore) names() []string {
@@ -160,11 +151,8 @@ func firstRun(t *testing.T, f *fixture, typeURL string, responses ...[]string) {
 	for _, r := range responses[0] {
 		names = append(names, strings.Split(r, "=")[0])
 	}
-	var recs []*updRec
 	for _, n := range names {
-		r := newUpdRec()
-		f.eng.Watch(typeURL, n, r)
-		recs = append(recs, r)
+		f.eng.Watch(typeURL, n, newUpdRec())
 	}
 	st := f.servers[0].WaitStream(t)
 	recvNames(t, st, typeURL, names...)
@@ -447,5 +435,83 @@ func TestStoreHonoursTTL(t *testing.T) {
 				t.Fatalf("%v after it was received with a 10s ttl: update %+v, want from the store: %v", tc.after, u, tc.serve)
 			}
 		})
+	}
+}
+
+// TestStoreAfterFallback: the store is served only once every server of
+// the authority has failed (gRFC A71): a fallback that answers wins.
+func TestStoreAfterFallback(t *testing.T) {
+	for _, fallbackUp := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fallback up %v", fallbackUp), func(t *testing.T) {
+			store := newMemStore()
+			f := newFixture(t, fixtureOpts{servers: 2, mutate: func(c *engine.Config) { c.Store = store }})
+			firstRun(t, f, thing, []string{"a=1"})
+			if !fallbackUp {
+				f.servers[1].Stop()
+			}
+			e := newEngine(t, f.cfg)
+			w := newUpdRec()
+			e.Watch(thing, "a", w)
+			if !fallbackUp {
+				if u := w.update(t); !u.FromStore || valueOf(u) != "1" {
+					t.Fatalf("update %+v, want a=1 from the store", u)
+				}
+				return
+			}
+			st := f.servers[1].WaitStream(t)
+			recvNames(t, st, thing, "a")
+			st.SendT(t, resp(thing, "f1", res(thing, "a", "v", "fallback")))
+			if u := w.update(t); u.FromStore || valueOf(u) != "fallback" {
+				t.Fatalf("update %+v, want the fallback's a", u)
+			}
+		})
+	}
+}
+
+// TestStoreMetrics: the store's counters say what it did: a change set
+// written, a load, a resource served, one dropped as invalid.
+func TestStoreMetrics(t *testing.T) {
+	store := newMemStore()
+	first := sdkmetric.NewManualReader()
+	f := newFixture(t, fixtureOpts{mutate: func(c *engine.Config) {
+		c.Store, c.MeterProvider = store, sdkmetric.NewMeterProvider(sdkmetric.WithReader(first))
+	}})
+	firstRun(t, f, thing, []string{"a=1", "b=1"})
+	if got := store.names(); len(got) != 2 {
+		t.Fatalf("store holds %v", got)
+	}
+	var writes int64
+	for _, v := range collect(t, first)[engine.MetricStoreWrites] {
+		writes += v
+	}
+	if writes < 1 {
+		t.Fatalf("%s = %d after a first run that wrote", engine.MetricStoreWrites, writes)
+	}
+	for k, r := range store.kept {
+		if r.Name == "b" {
+			r.Raw, _ = proto.Marshal(testtype.Message("b", "invalid", "by a rule of today"))
+			store.kept[k] = r
+		}
+	}
+	reader := sdkmetric.NewManualReader()
+	cfg := f.cfg
+	cfg.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	e := newEngine(t, cfg)
+	w := newUpdRec()
+	e.Watch(thing, "a", w)
+	if u := w.update(t); !u.FromStore {
+		t.Fatalf("update %+v, want one from the store", u)
+	}
+	got := collect(t, reader)
+	total := func(name string) (n int64) {
+		for _, v := range got[name] {
+			n += v
+		}
+		return n
+	}
+	for name, want := range map[string]int64{engine.MetricStoreLoads: 1, engine.MetricStoreServed: 1, engine.MetricStoreDropped: 1, engine.MetricStoreErrors: 0} {
+		if n := total(name); n != want {
+			t.Errorf("%s = %d, want %d (%v)", name, n, want, got[name])
+		}
 	}
 }

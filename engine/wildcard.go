@@ -14,7 +14,9 @@ import (
 // means what a ResourceWatcher's would for that resource (gRFC A88); a
 // deletion A88 keeps comes as an ambient error of KindDeleted. Name "" is
 // the subscription as a whole: OnAmbientError("", err) when its server
-// becomes unreachable, ("", nil) when it answers again.
+// becomes unreachable; ("", nil) when it answers again, and after each
+// response of the type, once every resource it changed was delivered:
+// then the watcher has all the server has sent.
 type WildcardWatcher interface {
 	OnResourceChanged(name string, r registry.Resource, err error, done func())
 	OnAmbientError(name string, err error, done func())

@@ -60,6 +60,13 @@ func (r *allRec) next(t *testing.T, n int) []string {
 	return got
 }
 
+// answered checks that the next event is the subscription's ("", nil):
+// the server's response was applied, every resource of it delivered.
+func (r *allRec) answered(t *testing.T) {
+	t.Helper()
+	wantEvents(t, r.next(t, 1), ": ambient cleared")
+}
+
 func (r *allRec) expectNone(t *testing.T) {
 	t.Helper()
 	select {
@@ -92,6 +99,7 @@ func TestWildcardSotW(t *testing.T) {
 	recvNames(t, st, required, "*", "a")
 	n := st.SendT(t, resp(required, "1", res(required, "a", "v", "1"), res(required, "b", "v", "1")))
 	wantEvents(t, all.next(t, 2), "a: changed v=1", "b: changed v=1")
+	all.answered(t)
 	if ev := wa.NextChanged(t); ev.Err != nil {
 		t.Fatalf("a's own watcher: %v", ev)
 	}
@@ -100,6 +108,7 @@ func TestWildcardSotW(t *testing.T) {
 	// b is gone from the next response: deleted, kept by A88, ambient.
 	n = st.SendT(t, resp(required, "2", res(required, "a", "v", "2")))
 	wantEvents(t, all.next(t, 2), "a: changed v=2", "b: ambient NotFound deleted")
+	all.answered(t)
 	checkDump(t, f.eng, required, "b", adminpb.ClientResourceStatus_DOES_NOT_EXIST, true)
 	st.RecvT(t)
 
@@ -141,9 +150,11 @@ func TestWildcardDelta(t *testing.T) {
 	wantDelta(t, st.RecvT(t), required, "", []string{"l"}, nil)
 	n := st.SendT(t, scriptedads.DeltaResponse(thing, "s1", []*discoverypb.Resource{deltaRes("a", "1", "v", "1"), deltaRes("b", "1", "v", "1")}))
 	wantEvents(t, all.next(t, 2), "a: changed v=1", "b: changed v=1")
+	all.answered(t)
 	wantDelta(t, st.RecvT(t), thing, n, nil, nil)
 	n = st.SendT(t, scriptedads.DeltaResponse(thing, "s2", nil, "a"))
 	wantEvents(t, all.next(t, 1), "a: ambient NotFound deleted")
+	all.answered(t)
 	wantDelta(t, st.RecvT(t), thing, n, nil, nil)
 	cancel()
 	wantDelta(t, st.RecvT(t), thing, "", nil, []string{"*"})
@@ -165,6 +176,7 @@ func TestWildcardServerState(t *testing.T) {
 	recvNames(t, st2, thing, "*")
 	st2.SendT(t, resp(thing, "1", res(thing, "a", "v", "1")))
 	wantEvents(t, all.next(t, 2), ": ambient cleared", "a: changed v=1")
+	all.answered(t)
 }
 
 // TestWildcardGoControlPlane: against go-control-plane's server, which
@@ -179,8 +191,10 @@ func TestWildcardGoControlPlane(t *testing.T) {
 			all := newAllRec()
 			defer e.WatchAll(required, all)()
 			wantEvents(t, all.next(t, 2), "a: changed v=1", "b: changed v=1")
+			all.answered(t)
 			srv.Set(xdstest.R("a", testtype.Message("a", "v", "1")).As(required), xdstest.R("c", testtype.Message("c", "v", "1")).As(required))
 			wantEvents(t, all.next(t, 2), "b: ambient NotFound deleted", "c: changed v=1")
+			all.answered(t)
 		})
 	}
 }

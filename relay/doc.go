@@ -1,0 +1,130 @@
+// Package relay is an xDS relay: engines of this module upstream,
+// go-control-plane's xDS server downstream, so that one upstream
+// subscription serves any number of clients (gRPC's, this module's
+// engines, Envoy). Validation, caching, fallback (gRFC A71), federation
+// (A47) and the A88 error handling are the engines'; the relay maps the
+// downstream subscriptions onto them and serves what they accept.
+//
+//	r, err := relay.New(relay.Config{Upstream: engine.Config{
+//		Bootstrap: bs,                  // the upstream servers, the relay's node
+//		Registry:  builtin.Registry(), // gRPC's rules; types/passthrough for Envoy
+//	}})
+//	...
+//	defer r.Close()
+//	s := grpc.NewServer()
+//	r.Register(ctx, s, nil) // or: server.NewServer(ctx, r, callbacks)
+//	s.Serve(lis)
+//
+// A [Relay] is a go-control-plane cache.Cache (ConfigWatcher and
+// ConfigFetcher): server.NewServer serves it over ADS, over the per-type
+// services, State of the World and incremental, and REST. Command
+// xdsrelay runs one.
+//
+// # Whose configuration
+//
+// Upstream servers may vary resources by node, so the relay serves one
+// configuration per aggregation key, computed from each downstream
+// client's node ([Aggregation]; by default its cluster, [ByCluster]).
+// Each key has an engine of its own, which presents upstream the relay's
+// bootstrap node with the key in the field it came from: ByCluster sets
+// the cluster, [ByID] the node ID, [ByMetadata] the metadata field. A
+// client never receives another key's configuration. A key's engine is
+// closed once the key has had no client for the linger.
+//
+// # Subscriptions
+//
+// The upstream subscriptions of a key are the union of its clients'
+// subscriptions, per type: one per resource name that some client
+// subscribes to, reference-counted, and one wildcard subscription
+// (Engine.WatchAll) while a client subscribes to the whole type, as Envoy
+// does for Listeners and Clusters: with no names in State of the World
+// (legacy wildcard), or "*" in either protocol. go-control-plane's
+// watches are one-shot, and the server cancels a watch before each new
+// request of its stream, so a reference is held from a watch's creation
+// to its cancellation, and a subscription without references lingers
+// ([Config.Linger], [DefaultLinger]) before it is ended upstream: an ACK
+// costs nothing upstream, nor does a client that reconnects within the
+// linger.
+//
+// # Serving
+//
+// Each key and type has a go-control-plane LinearCache, which keeps what
+// every stream was sent (the server's Subscription), answers State of the
+// World and incremental requests, versions each resource, and marshals
+// each version of a resource once for all clients. The engine notifies
+// the relay one resource at a time; the relay applies them to the cache
+// in batches, as many as arrived while the last batch was applied, so a
+// response of thousands of resources wakes each downstream watch a few
+// times, not thousands. The bytes served are the resource's as its
+// [Encoder] gives them: those the upstream sent, for resources that keep
+// them ([RawResource]: types/passthrough), or the deterministic
+// serialization of its message ([ProtoResource]: the built-in types).
+// Versions begin with a prefix of the relay instance, so a client's
+// version from another relay, or from this one before a restart, is told
+// apart.
+//
+// # Rules
+//
+// The relay keeps the rules whose absence broke earlier relays:
+//
+//   - Never evict on upstream failure. An unreachable server, a rejected
+//     update, a transient error: clients keep being served the last good
+//     configuration, and [Relay.Status], the metrics
+//     ([MetricUpstreamUnreachable], the engines' grpc.xds_client.connected)
+//     and xdsrelay's health service say so. A deletion is not a failure:
+//     when the upstream deletes a resource (or says it does not exist),
+//     so does the relay, and each client applies its own policy (gRPC
+//     keeps a deleted resource under A88; Envoy drops it). With
+//     [Config.Store], a relay restarted during an outage serves its last
+//     good configuration.
+//   - Answer nothing that would delete what a client holds before the
+//     upstream has said it. A watch is held while its client may hold a
+//     resource the relay has not resolved (has neither a version of, nor
+//     word that it does not exist): a wildcard subscription until the
+//     upstream one is answered, which the engine tells exactly (a
+//     response of the type applied, every resource it changed delivered:
+//     a type the upstream has nothing of is answered empty then, and
+//     never while the upstream is unreachable); the resources a client
+//     says it has (on an incremental stream, initial_resource_versions);
+//     and every subscribed Listener or Cluster on a State of the World
+//     request whose version is not this relay's (the client reconnected
+//     from elsewhere). So a client reconnecting to a relay that restarted
+//     during an outage keeps its configuration.
+//   - A downstream NACK is not forwarded upstream (one bad client must not
+//     starve the others), and the rejected version is not sent to that
+//     client again: it gets the next change. Each NACK is logged and
+//     counted ([MetricDownstreamNACKs]).
+//   - A slow client holds at most one response per type: a watch is
+//     answered once, and the next is computed from the current state when
+//     the client asks again, so the latest version wins and the versions
+//     in between are never queued.
+//
+// # Status
+//
+// [Relay.Status] reports each key: its upstream node, whether its servers
+// answer, its watches (open and held) and subscriptions. A Relay is a
+// csds.Source ([Relay.ClientConfigs]): CSDS shows every key's engine,
+// client_scope being the key. The metrics go to Config.MeterProvider,
+// beside the engines' gRFC A78 ones labelled with the key as grpc.target.
+//
+// # Limits
+//
+// go-control-plane's server cannot send xRFC TP3 resource errors, and
+// State of the World cannot say that a resource does not exist except for
+// Listeners and Clusters: a client of a resource the upstream never sent
+// learns of it from its own does-not-exist timer, and of an unreachable
+// upstream nothing, as from a silent server. Resources are served bare,
+// without the Resource wrapper: a type named only by its wrapper (VHDS's
+// virtual hosts, LEDS's collections) keeps its names over incremental
+// xDS alone. go-control-plane's server buffers twenty responses of an
+// incremental stream (twice its ten known types): a client that stops
+// reading while subscribed to more types than that over one stream can
+// hold up the updates of the other clients of its key. A wildcard
+// subscription is taken as answered by the first response of its type
+// that the engine applies after subscribing it: a response to the
+// stream's earlier request of that type (by name alone), crossing the
+// wildcard's on the wire, counts as well.
+//
+// Package relaytest starts a relay on loopback, for tests and benchmarks
+// of clients behind one.
+package relay

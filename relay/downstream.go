@@ -1,0 +1,141 @@
+package relay
+
+import (
+	"sync"
+
+	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+)
+
+// downWatch is one watch of go-control-plane's server: one request of one
+// downstream stream, for one type, answered at most once. It holds
+// references on the upstream subscriptions its request names from
+// creation until the server cancels it, which the server does before
+// creating the stream's next watch of the type, or when the stream ends.
+type downWatch struct {
+	tc *typeCache
+	// Exactly one of sotw and delta is set, with its channel.
+	sotw  *cache.Request
+	ch    chan cache.Response
+	delta *cache.DeltaRequest
+	dch   chan cache.DeltaResponse
+	sub   cache.Subscription
+	// subscribed and wildcard are the subscription the references are
+	// held for. subscribed is the server's own map, not a copy (a copy
+	// would cost every stream a slice as long as its subscription): the
+	// server changes a subscription only after it cancelled the watch of
+	// it, and it makes a new map for each State of the World request.
+	subscribed map[string]struct{}
+	wildcard   bool
+
+	// wait and waitWildcard are what the watch is held for (guarded by
+	// tc.mu): names the client may hold that the relay has not resolved.
+	wait         []string
+	waitWildcard bool
+
+	mu         sync.Mutex
+	state      watchState
+	stopLinear func()
+	endOnce    sync.Once
+}
+
+type watchState int
+
+const (
+	watchHeld watchState = iota
+	watchStarted
+	watchEnded
+)
+
+// open takes the watch's references and starts it, or holds it until the
+// upstream has said enough.
+//
+// A watch is held while the client may hold a resource the relay has not
+// resolved (has neither a version of, nor word that it does not exist):
+// answering then would tell the client that the resource was deleted (a
+// State of the World response for LDS or CDS lists them all; an
+// incremental one removes what is known and absent). That is the case
+//   - of a wildcard subscription, until the upstream wildcard one is
+//     answered (an Envoy that would otherwise complete its start with no
+//     clusters);
+//   - of the resources a client says it has: on an incremental stream its
+//     initial_resource_versions, on either what this stream was sent;
+//   - of every subscribed LDS or CDS resource, on a State of the World
+//     request whose version_info is not of this relay: a client that was
+//     served by another relay, or this one before it restarted.
+//
+// A client whose upstream is unreachable is thus left with the
+// configuration it has, rather than told that it is gone.
+func (tc *typeCache) open(w *downWatch) {
+	w.subscribed, w.wildcard = w.sub.SubscribedResources(), w.sub.IsWildcard()
+
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	tc.watches++
+	tc.acquireLocked(w.subscribed, w.wildcard)
+	w.waitWildcard = w.wildcard && !tc.unknown
+	for name, version := range w.sub.ReturnedResources() {
+		if version == "" {
+			continue // unsubscribed from under a wildcard: nothing held
+		}
+		if _, ok := w.subscribed[name]; (ok || w.wildcard) && !tc.resolvedLocked(name) {
+			w.wait = append(w.wait, name)
+		}
+	}
+	if w.sotw != nil && tc.fullState && len(w.sub.ReturnedResources()) == 0 && tc.g.r.foreignVersion(w.sotw.GetVersionInfo()) {
+		for name := range w.subscribed {
+			if !tc.resolvedLocked(name) {
+				w.wait = append(w.wait, name)
+			}
+		}
+	}
+	if tc.waitingLocked(w) {
+		tc.held[w] = struct{}{}
+		return
+	}
+	w.start()
+}
+
+// start hands the watch to the LinearCache, which answers it now or at
+// the next change. Called with tc.mu held.
+func (w *downWatch) start() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state != watchHeld {
+		return
+	}
+	w.state = watchStarted
+	var err error
+	if w.delta != nil {
+		w.stopLinear, err = w.tc.linear.CreateDeltaWatch(w.delta, w.sub, w.dch)
+	} else {
+		w.stopLinear, err = w.tc.linear.CreateWatch(w.sotw, w.sub, w.ch)
+	}
+	if err != nil {
+		// The LinearCache refuses only another type's request, or a
+		// resource it cannot marshal; neither can happen here.
+		w.tc.g.r.log.Error("relay: the downstream cache refused a watch", "key", w.tc.g.key, "type", w.tc.typeURL, "error", err)
+	}
+}
+
+// end is the cancel function the server gets: it stops the watch and
+// gives its references back. After it returns, nothing is sent on the
+// watch's channel. It may be called more than once.
+func (w *downWatch) end() {
+	w.endOnce.Do(func() {
+		w.mu.Lock()
+		w.state = watchEnded
+		stop := w.stopLinear
+		w.stopLinear = nil
+		w.mu.Unlock()
+		if stop != nil {
+			stop()
+		}
+		tc := w.tc
+		tc.mu.Lock()
+		delete(tc.held, w)
+		tc.watches--
+		tc.releaseLocked(w.subscribed, w.wildcard)
+		tc.mu.Unlock()
+		tc.g.r.releaseGroup(tc.g)
+	})
+}

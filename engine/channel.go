@@ -165,7 +165,7 @@ func (c *channel) onServerFailureLocked(cause *Error) {
 		if c.e.maybeFallbackLocked(a) {
 			continue
 		}
-		if wasHealthy {
+		if wasHealthy && !c.e.storeHoldsLocked() {
 			c.e.useStoreLocked(a, false)
 			c.e.notifyChannelErrorLocked(a, c)
 			c.e.notifyWildcardsLocked(a, cause)

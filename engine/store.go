@@ -74,6 +74,10 @@ const DefaultStoreMaxAge = 24 * time.Hour
 // of responses costs the store one write.
 const storeWriteInterval = 100 * time.Millisecond
 
+// storeLoadWait bounds how long a slow Load holds back the report of a
+// failing server.
+const storeLoadWait = time.Second
+
 // lastGood is the engine's side of Config.Store.
 type lastGood struct {
 	store  Store
@@ -84,6 +88,12 @@ type lastGood struct {
 	// until a server of the authority answers: from then on, what the
 	// servers say is all there is. Nil until Load has returned.
 	loaded map[*authority]map[keep.Name]*keep.Stored
+	// holding: Load has not returned, so a failing server is not yet
+	// reported; the store may hold what the watchers need, and a watcher
+	// told UNAVAILABLE before its resource comes from disk would fail its
+	// first RPCs for nothing. Held at most storeLoadWait.
+	holding  bool
+	stopHold func() bool
 }
 
 // startStore writes what the engine accepts from now on, and loads what
@@ -108,11 +118,20 @@ func (e *Engine) startStore() {
 		e.log.Warn("xDS last-known-good store: write failed; the changes are kept for the next", "error", err)
 	}, storeWriteInterval, lg.maxAge/4)
 	e.lastGood = lg
+	lg.holding = true
+	lg.stopHold = e.clock.AfterFunc(storeLoadWait, func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if !e.closed.Load() {
+			e.endHoldLocked()
+		}
+	})
 	e.streamsRun.Add(1)
 	go func() {
 		defer e.streamsRun.Done()
 		loaded := e.loadStore(lg)
 		close(loadDone)
+		lg.stopHold()
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		if e.closed.Load() {
@@ -124,11 +143,36 @@ func (e *Engine) startStore() {
 			}
 		}
 		lg.loaded = loaded
+		if lg.holding {
+			e.endHoldLocked()
+			return
+		}
 		for _, a := range e.allAuthoritiesLocked() {
 			e.useStoreLocked(a, true)
 		}
 	}()
 }
+
+// endHoldLocked reports the servers that failed while the store was
+// loading, as onServerFailureLocked would have, the store's resources
+// first.
+func (e *Engine) endHoldLocked() {
+	if !e.lastGood.holding {
+		return
+	}
+	e.lastGood.holding = false
+	for _, a := range e.allAuthoritiesLocked() {
+		if act := a.active(); act != nil && act.status != nil {
+			e.useStoreLocked(a, false)
+			e.notifyChannelErrorLocked(a, act)
+			e.notifyWildcardsLocked(a, act.status)
+		}
+	}
+}
+
+// storeHoldsLocked reports whether a failing server is not yet reported
+// because the store is loading.
+func (e *Engine) storeHoldsLocked() bool { return e.lastGood != nil && e.lastGood.holding }
 
 // loadStore reads and decodes the store, dropping what does not validate
 // under the registry of the day, or is from a server the authority no

@@ -515,3 +515,70 @@ func TestStoreMetrics(t *testing.T) {
 		}
 	}
 }
+
+// slowStore is a memStore whose Load waits for release.
+type slowStore struct {
+	*memStore
+	release chan struct{}
+}
+
+func (s slowStore) Load(digest []byte) (engine.Loaded, error) {
+	<-s.release
+	return s.memStore.Load(digest)
+}
+
+// TestStoreLoadHoldsTheFailure: a server that fails while the store is
+// loading is reported after the store's resources, so that a watcher
+// whose resource is on disk never hears UNAVAILABLE in its place; one
+// whose Load is slower than a second hears the failure, then the stored
+// resource.
+func TestStoreLoadHoldsTheFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		slow      bool // Load takes longer than the engine holds the failure
+		wantFirst string
+	}{
+		{name: "load returns", wantFirst: "update"},
+		{name: "load is slow", slow: true, wantFirst: "error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newMemStore()
+			f := newFixture(t, fixtureOpts{mutate: func(c *engine.Config) { c.Store = store }})
+			firstRun(t, f, thing, []string{"a=1"})
+
+			slow := slowStore{store, make(chan struct{})}
+			cfg := f.cfg
+			cfg.Store = slow
+			e := newEngine(t, cfg)
+			release := sync.OnceFunc(func() { close(slow.release) })
+			t.Cleanup(release) // before Close, which waits for Load
+			w := newUpdRec()
+			e.Watch(thing, "a", w)
+			deadline := time.Now().Add(10 * time.Second)
+			for e.Authorities()[0].Err == nil {
+				if time.Now().After(deadline) {
+					t.Fatal("the stopped server is not reported failing in Authorities")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if tc.slow {
+				f.clock.Advance(time.Second)
+			} else {
+				w.expectNone(t) // held while loading
+			}
+			if tc.wantFirst == "error" {
+				if u := w.update(t); status.Code(u.Err) != codes.Unavailable || u.Resource != nil {
+					t.Fatalf("first update %+v, want UNAVAILABLE without a resource", u)
+				}
+			}
+			release()
+			if u := w.update(t); u.Err != nil || valueOf(u) != "1" || !u.FromStore {
+				t.Fatalf("update %+v, want a=1 from the store", u)
+			}
+			if amb := w.ambient(t); status.Code(amb) != codes.Unavailable || !strings.Contains(amb.Error(), "last-known-good store") {
+				t.Fatalf("ambient error %v, want UNAVAILABLE naming the store", amb)
+			}
+			w.expectNone(t)
+		})
+	}
+}

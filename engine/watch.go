@@ -174,7 +174,7 @@ func (e *Engine) deliverCurrentLocked(h *watch) {
 		return
 	}
 	err := en.lastError()
-	if act := en.auth.active(); err == nil && act != nil && act.status != nil {
+	if act := en.auth.active(); err == nil && act != nil && act.status != nil && !e.storeHoldsLocked() {
 		err = e.channelErrorFor(act, en)
 	}
 	if err != nil {

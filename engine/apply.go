@@ -277,7 +277,7 @@ func (c *channel) deliverGlobsLocked(version string, received time.Time, gate *w
 		}
 		if err := ge.glob.TakeErr(); err != nil {
 			nack := e.newError(KindNACK, codes.InvalidArgument, ge, c, err)
-			ge.setAmbient(nack)
+			ge.fail = ge.fail.WithAmbient(nack)
 			e.notifyAmbientLocked(ge, nack, gate)
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/xdsengine/xdsengine/engine/internal/cachestate"
+	"github.com/xdsengine/xdsengine/engine/internal/failure"
 	"github.com/xdsengine/xdsengine/engine/internal/glob"
 	"github.com/xdsengine/xdsengine/engine/internal/keep"
 	"github.com/xdsengine/xdsengine/engine/internal/markorder"
@@ -73,7 +74,7 @@ type entry struct {
 	state CacheState
 	// fail (the last error and ambient error) and glob (a glob collection's
 	// members) are nil in most entries, which need not carry their fields.
-	fail *entryFailure
+	fail *failure.Record[*Error]
 	glob *glob.Members
 	// coveredBy is the mark of the last response that named the entry
 	// (channel.applyingMark): a response deletes the entries it did not mark.
@@ -84,72 +85,20 @@ type entry struct {
 	mark  markorder.Node[*entry]
 }
 
-// entryFailure is why an entry is not ACKED (err, with the failed update's
-// version and time), the last ambient error its watchers were given (a new
-// one sees it after the cached resource), and whether its resource came
-// from Config.Store and not yet from a server.
-type entryFailure struct {
-	err           *Error
-	failedVersion string
-	failedAt      time.Time
-	ambient       error
-	stored        *keep.Stored
-	servedSince   time.Time
-}
-
 // storedOrigin returns where en's resource came from if Config.Store
 // served it, else nil.
 func (en *entry) storedOrigin() *keep.Stored {
-	if en.value == nil || en.source != nil || en.fail == nil {
+	if en.value == nil || en.source != nil {
 		return nil
 	}
-	return en.fail.stored
-}
-
-// lastError is why the entry is not ACKED.
-func (en *entry) lastError() *Error {
-	if en.fail == nil {
-		return nil
-	}
-	return en.fail.err
-}
-
-// ambientError is the last ambient error its watchers were given, or nil.
-func (en *entry) ambientError() error {
-	if en.fail == nil {
-		return nil
-	}
-	return en.fail.ambient
-}
-
-func (en *entry) setError(err *Error, version string, at time.Time) {
-	if en.fail == nil {
-		en.fail = &entryFailure{}
-	}
-	en.fail.err, en.fail.failedVersion, en.fail.failedAt = err, version, at
-}
-
-// setAmbient records the ambient error the watchers were given (nil: none).
-func (en *entry) setAmbient(err error) {
-	switch {
-	case err != nil:
-		if en.fail == nil {
-			en.fail = &entryFailure{}
-		}
-		en.fail.ambient = err
-	case en.fail != nil:
-		en.fail.ambient = nil
-		if *en.fail == (entryFailure{}) {
-			en.fail = nil
-		}
-	}
+	return en.fail.FromStore()
 }
 
 // onValidLocked stores a valid resource and tells the watchers: the new
 // resource when it changed, or a cleared ambient error when it did not.
 func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, version string, received time.Time, c *channel, gate *wire.Gate) {
 	identical := en.value != nil && (bytes.Equal(en.raw, raw) || resourcesEqual(en.value, value))
-	hadAmbient := en.ambientError() != nil
+	hadAmbient := en.fail.AmbientError() != nil
 	en.version, en.updated, en.state = version, received, StateACKed
 	en.fail, en.source, en.raw = nil, c, raw
 	if identical {
@@ -196,7 +145,7 @@ func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason
 			return
 		}
 	}
-	en.setError(err, version, e.clock.Now())
+	en.fail = en.fail.WithError(err, version, e.clock.Now())
 	e.notifyErrorLocked(en, err, gate)
 }
 
@@ -205,7 +154,7 @@ func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason
 // whatever the server's features say: the response may not have held it.
 func (e *Engine) onUnattributedNACKLocked(en *entry, err *Error, gate *wire.Gate) {
 	en.state = StateNACKed
-	en.setError(err, "", e.clock.Now())
+	en.fail = en.fail.WithError(err, "", e.clock.Now())
 	e.notifyErrorLocked(en, err, gate)
 }
 
@@ -213,11 +162,11 @@ func (e *Engine) onUnattributedNACKLocked(en *entry, err *Error, gate *wire.Gate
 // ambient error while a resource is cached, a changed error otherwise.
 func (e *Engine) notifyErrorLocked(en *entry, err *Error, gate *wire.Gate) {
 	if en.value != nil {
-		en.setAmbient(err)
+		en.fail = en.fail.WithAmbient(err)
 		e.notifyAmbientLocked(en, err, gate)
 		return
 	}
-	en.setAmbient(nil)
+	en.fail = en.fail.WithAmbient(nil)
 	e.notifyChangedLocked(en, nil, err, gate)
 }
 
@@ -237,7 +186,7 @@ func (e *Engine) onTimerLocked(en *entry, c *channel) {
 		en.state = StateDoesNotExist
 		err = e.newError(KindDoesNotExist, codes.NotFound, en, c, fmt.Errorf("resource does not exist (not received within %v)", t.Timeout))
 	}
-	en.setError(err, "", time.Time{})
+	en.fail = en.fail.WithError(err, "", time.Time{})
 	e.log.Info("xDS resource not received in time", "type", en.typ.ShortName(), "name", en.name, "server", c.server.URI, "state", en.state.String())
 	e.notifyChangedLocked(en, nil, err, nil)
 }

@@ -214,8 +214,8 @@ func (c *channel) clearConnectivityErrorsLocked(gate *wire.Gate) {
 	c.reconnected = false
 	for _, a := range c.authsLocked(true) {
 		for en := range a.entries() {
-			if en.source == c && en.value != nil && KindOf(en.ambientError()) == KindConnectivity {
-				en.setAmbient(nil)
+			if en.source == c && en.value != nil && KindOf(en.fail.AmbientError()) == KindConnectivity {
+				en.fail = en.fail.WithAmbient(nil)
 				c.e.notifyAmbientLocked(en, nil, gate)
 			}
 		}

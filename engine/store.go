@@ -219,11 +219,8 @@ func (e *Engine) serveStoredLocked(en *entry) bool {
 	}
 	en.value, en.raw, en.version, en.updated = sv.Value, sv.Raw, sv.Version, sv.Received
 	en.state, en.source = StateACKed, nil
-	if en.fail == nil {
-		en.fail = &entryFailure{}
-	}
-	en.fail.stored, en.fail.servedSince = sv, e.clock.Now()
-	en.setAmbient(e.channelErrorFor(en.auth.active(), en))
+	en.fail = en.fail.WithStored(sv, e.clock.Now())
+	en.fail = en.fail.WithAmbient(e.channelErrorFor(en.auth.active(), en))
 	e.metrics.Add(metrics.Served, 1, sv.Server.URI, en.typ.TypeURL)
 	return true
 }
@@ -246,7 +243,7 @@ func (e *Engine) useStoreLocked(a *authority, ambient bool) {
 		}
 		e.notifyChangedLocked(en, en.value, nil, nil)
 		if ambient {
-			e.notifyAmbientLocked(en, en.ambientError(), nil)
+			e.notifyAmbientLocked(en, en.fail.AmbientError(), nil)
 		}
 	}
 }

@@ -168,12 +168,12 @@ func (e *Engine) deliverCurrentLocked(h *watch) {
 	en := h.entry
 	if en.value != nil {
 		e.scheduleLocked(&notice{h: h, resource: en.value, origin: e.originLocked(en, nil)}, nil)
-		if amb := en.ambientError(); amb != nil {
+		if amb := en.fail.AmbientError(); amb != nil {
 			e.scheduleLocked(&notice{h: h, err: amb, isAmbient: true}, nil)
 		}
 		return
 	}
-	err := en.lastError()
+	err := en.fail.LastError()
 	if act := en.auth.active(); err == nil && act != nil && act.status != nil && !e.storeHoldsLocked() {
 		err = e.channelErrorFor(act, en)
 	}

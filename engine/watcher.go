@@ -248,8 +248,8 @@ func (e *Engine) originLocked(en *entry, err error) *origin {
 	var o origin
 	if xe, ok := err.(*Error); ok {
 		o.server = xe.server
-		if f := en.fail; f != nil && xe == f.err {
-			o.version, o.received = f.failedVersion, f.failedAt
+		if f := en.fail; f != nil && xe == f.Err {
+			o.version, o.received = f.FailedVersion, f.FailedAt
 		}
 	}
 	if o.received.IsZero() {

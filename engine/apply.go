@@ -94,7 +94,8 @@ func (c *channel) holdsLocked(en *entry, raw []byte) bool {
 func (c *channel) beginApplyLocked() {
 	c.nextOrder = c.nextOrder[:0]
 	c.e.coverMarks++
-	c.applyingShape, c.applyingActive, c.applyingCovered, c.applyingMark = c.e.shapeGen, c.e.activeGen, 0, c.e.coverMarks
+	c.applyingShape, c.applyingCovered, c.applyingMark = c.e.shapeGen, 0, c.e.coverMarks
+	c.applyingActive = c.e.activeGen
 }
 
 // coverLocked counts and marks en as named, if this channel serves it.
@@ -281,8 +282,10 @@ func (c *channel) deliverGlobsLocked(version string, received time.Time, gate *w
 			e.notifyAmbientLocked(ge, nack, gate)
 			continue
 		}
-		ge.value = ge.glob.Collection(ge.name)
-		ge.version, ge.updated, ge.state, ge.source, ge.fail = version, received, StateACKed, c, nil
-		e.notifyChangedLocked(ge, ge.value, nil, gate)
+		coll := ge.glob.Collection(ge.name)
+		ge.version, ge.updated, ge.state, ge.source = version, received, StateACKed, c
+		ge.fail = nil
+		ge.value = coll
+		e.notifyChangedLocked(ge, coll, nil, gate)
 	}
 }

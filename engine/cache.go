@@ -99,8 +99,12 @@ func (en *entry) storedOrigin() *keep.Stored {
 func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, version string, received time.Time, c *channel, gate *wire.Gate) {
 	identical := en.value != nil && (bytes.Equal(en.raw, raw) || resourcesEqual(en.value, value))
 	hadAmbient := en.fail.AmbientError() != nil
-	en.version, en.updated, en.state = version, received, StateACKed
-	en.fail, en.source, en.raw = nil, c, raw
+	en.version = version
+	en.updated = received
+	en.state = StateACKed
+	en.fail = nil
+	en.source = c
+	en.raw = raw
 	if identical {
 		if hadAmbient {
 			e.notifyAmbientLocked(en, nil, gate)

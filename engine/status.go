@@ -70,7 +70,8 @@ func (e *Engine) Authorities() []AuthorityStatus {
 			s.Servers = append(s.Servers, sc.URI)
 		}
 		if c := a.active(); c != nil {
-			s.Active, s.Connected, s.Delta, s.Versions = c.server.URI, c.connected, c.info.Delta, maps.Clone(c.versions)
+			s.Active, s.Connected, s.Delta = c.server.URI, c.connected, c.info.Delta
+			s.Versions = maps.Clone(c.versions)
 			if c.status != nil {
 				s.Err = c.status // not a nil *Error in a non-nil error
 			}

@@ -70,7 +70,8 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 	c := &channel{e: e, server: s, key: key, info: info, timer: setup.Timer(info.Features, e.cfg.ResourceTimeout),
 		memo: wire.NewMemo(), auths: make(map[*authority]struct{}), subscribed: make(map[string]*namelist.List),
 		versions: make(map[string]string), order: make(map[string][]*entry)}
-	// A typo in a feature's name is silent: say what each server's came to.
+	// Unknown names are ignored (gRFC A27), so a typo is silent: say at
+	// DEBUG what each server's features came to.
 	e.log.Debug("xDS server features", "server", s.URI, "active", info.Features.Names(), "ignored", ignored)
 	c.transport, c.buildErr = e.transports.Acquire(key, s)
 	e.channels[key] = c

@@ -192,12 +192,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.known = setup.Known(e.switches, cfg.Features)
 	e.node = node.Build(cfg.Bootstrap.Node, cmp.Or(cfg.UserAgentName, "xdsengine"), cmp.Or(cfg.UserAgentVersion, Version), clientFeatures)
-	oldStyle, byName := setup.Authorities(cfg.Bootstrap, e.switches)
+	oldStyle := setup.Authorities(cfg.Bootstrap, e.switches, func(a setup.Authority) { e.auths.ByName[a.Name] = newAuthority(a) })
 	e.auths.OldStyle = newAuthority(oldStyle)
 	e.auths.OldStyle.oldStyle = true
-	for name, a := range byName {
-		e.auths.ByName[name] = newAuthority(a)
-	}
 	m, err := metrics.New(cfg.MeterProvider, cfg.Target, Version, e.gauges)
 	if err != nil {
 		return nil, fmt.Errorf("engine: metrics: %w", err)

@@ -112,24 +112,24 @@ type Authority struct {
 }
 
 // Authorities returns the authority of old-style names (named "", with
-// the top-level servers) and the bootstrap's, by name; one that lists no
-// server uses the top-level ones (gRFC A47).
-func Authorities(bs *bootstrap.Bootstrap, sw features.Switches) (oldStyle Authority, byName map[string]Authority) {
+// the top-level servers) and hands each of the bootstrap's to add; one
+// that lists no server uses the top-level ones (gRFC A47). A callback,
+// not a map: the engine keeps its own, and New is not to allocate twice.
+func Authorities(bs *bootstrap.Bootstrap, sw features.Switches, add func(Authority)) (oldStyle Authority) {
 	authority := func(name string, servers []bootstrap.ServerConfig, reachabilityOnly bool) Authority {
 		if sw.DisableFallback && len(servers) > 1 {
 			servers = servers[:1]
 		}
 		return Authority{Name: name, Servers: servers, ReachabilityOnly: reachabilityOnly && !sw.DisableEndpointFallback}
 	}
-	byName = make(map[string]Authority, len(bs.Authorities))
 	for name, a := range bs.Authorities {
 		servers := a.Servers
 		if len(servers) == 0 {
 			servers = bs.Servers
 		}
-		byName[name] = authority(name, servers, a.FallbackOnReachabilityOnly)
+		add(authority(name, servers, a.FallbackOnReachabilityOnly))
 	}
-	return authority("", bs.Servers, false), byName
+	return authority("", bs.Servers, false)
 }
 
 // Switches returns the configured switches, or, when none are,

@@ -154,7 +154,8 @@ func TestAuthorities(t *testing.T) {
 		{"fallback off", features.Switches{DisableFallback: true}, []string{":s1", "default:s1", "own:s3 reachability only"}},
 		{"endpoint fallback off", features.Switches{DisableEndpointFallback: true}, []string{":s1,s2", "default:s1,s2", "own:s3,s1"}},
 	} {
-		old, byName := Authorities(bs, tc.sw)
+		byName := map[string]Authority{}
+		old := Authorities(bs, tc.sw, func(a Authority) { byName[a.Name] = a })
 		got := []string{uris(old)}
 		for _, name := range []string{"default", "own"} {
 			got = append(got, uris(byName[name]))

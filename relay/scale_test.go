@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/relay/relaytest"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/types/eds"
@@ -439,8 +440,14 @@ func TestScale(t *testing.T) {
 	logs := startLight(r.Addr(), 0, 1)
 	withOne := change(1, logs)
 	logs = append(logs, startLight(r.Addr(), 1, light-1)...)
-	eng := watch(t, client(t, r, relaytest.BootstrapOptions{NodeID: "engine", Cluster: "blue", Delta: true}), cds.TypeURL, changedCluster)
+	e := client(t, r, relaytest.BootstrapOptions{NodeID: "engine", Cluster: "blue", Delta: true})
+	eng := watch(t, e, cds.TypeURL, changedCluster)
 	eng.waitFor(t, "the engine's cluster", edsName(edsOfChange(1)))
+	// The engine holds both endpoints upstream, so that grpc-go's
+	// following the change adds nothing to what the change costs there.
+	for _, name := range []string{edsA, edsB} {
+		watch(t, e, eds.TypeURL, name).waitFor(t, name, func(r registry.Resource, _ error) bool { return r != nil })
+	}
 	resolver, err := xds.NewXDSResolverWithConfigForTesting(r.Bootstrap(relaytest.BootstrapOptions{NodeID: "grpc-go", Cluster: "blue"}))
 	if err != nil {
 		t.Fatal(err)

@@ -58,6 +58,7 @@ func BenchmarkScale(b *testing.B) {
 		// A tenth of the clusters: the fan-out's cost is clients × clusters.
 		{name: "delta/light=1000/clusters=1000", delta: true, light: 1000, clusters: 1000, changes: 10},
 		{name: "delta/light=300", delta: true, light: 300, changes: 10},
+		{name: "delta/light=150", delta: true, light: 150, changes: 20},
 		{name: "delta/light=100", delta: true, light: 100, changes: 20},
 		{name: "sotw/light=50", light: 50, changes: 10},
 		{name: "sotw/light=100", light: 100, changes: 10},

@@ -323,15 +323,7 @@ func (c *lightClient) run(st grpc.ClientStream, delta bool, want int) error {
 		if err := st.RecvMsg(&f); err != nil {
 			return err
 		}
-		var err error
-		if delta {
-			err = st.SendMsg(&discoverypb.DeltaDiscoveryRequest{TypeUrl: f.typeURL, ResponseNonce: f.nonce})
-		} else {
-			err = st.SendMsg(&discoverypb.DiscoveryRequest{TypeUrl: f.typeURL, ResourceNames: []string{"*"}, VersionInfo: f.version, ResponseNonce: f.nonce})
-		}
-		if err != nil {
-			return err
-		}
+		// The change is seen when it is read; the ACK follows.
 		switch {
 		case !ready:
 			// An incremental client may be sent its first clusters in
@@ -347,6 +339,15 @@ func (c *lightClient) run(st grpc.ClientStream, delta bool, want int) error {
 			}
 		case !delta || f.changed:
 			c.log.record()
+		}
+		var err error
+		if delta {
+			err = st.SendMsg(&discoverypb.DeltaDiscoveryRequest{TypeUrl: f.typeURL, ResponseNonce: f.nonce})
+		} else {
+			err = st.SendMsg(&discoverypb.DiscoveryRequest{TypeUrl: f.typeURL, ResourceNames: []string{"*"}, VersionInfo: f.version, ResponseNonce: f.nonce})
+		}
+		if err != nil {
+			return err
 		}
 	}
 }

@@ -13,8 +13,9 @@ import (
 // (or watches something) while every server of an authority is
 // unreachable starts from the last good configuration instead of none
 // (Config.Store; package lastgood has a file-backed one). The engine
-// calls it from one goroutine of its own, never on a response's path,
-// and never two calls at once.
+// calls it off the response path and never two calls at once;
+// Engine.Close waits for a call under way, so a Load or Apply must
+// return in bounded time (lastgood's wait for its lock has a timeout).
 type Store interface {
 	// Load returns what the store holds for digest: a store written for
 	// another digest (another node, another bootstrap) returns nothing,

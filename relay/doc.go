@@ -125,6 +125,42 @@
 // stream's earlier request of that type (by name alone), crossing the
 // wildcard's on the wire, counts as well.
 //
+// # Scale
+//
+// BenchmarkScale (bench_scale_test.go) measures one upstream
+// (go-control-plane over LinearCaches, 10,000 clusters), one relay and N
+// clients subscribed to every cluster, against the same clients connected
+// directly, on a shared 2-core machine. Upstream load does not depend on
+// N: one connection and one stream per aggregation key, 0.3 KB per change
+// of one cluster over incremental xDS (1,000 direct clients: 291 KB), 951
+// KB over State of the World (200 direct clients: 190 MB). The fan-out
+// does: go-control-plane v0.14's LinearCache, which serves the relay's
+// clients, compares every resource with what a wildcard stream was sent,
+// for each stream on each change and again on each ACK, under its lock.
+// With 10,000 clusters that is 3 to 5 ms of CPU per client per change,
+// so the last of 1,000 incremental clients is updated 2.7 to 4.3 s after
+// the change (p50; p99 3.6 to 5.8 s), as slow as directly connected
+// clients of the same cache; with 1,000 clusters, 0.3 ms per client and a
+// p99 of 0.27 to 0.45 s. A State of the World client costs about 7.5 ms
+// per change (951 KB sent). Each stream holds about 690 KB beyond the
+// shared cache, nearly all go-control-plane's record of the version of
+// each of the 10,000 resources it was sent (about 60 bytes a resource,
+// plus some 50 KB of gRPC and stream state).
+//
+// A tree of relays (each relay a client of the one above, keyed alike)
+// multiplies the fan-out and adds each level's latency. For 100,000
+// incremental clients of 10,000 clusters, with a p99 of 1 s or less per
+// level, a relay serves about 150 clients (measured p99 0.84 s): 667
+// leaf relays under 5 relays of about 134 each, which hold the 5 upstream
+// streams (instead of 100,000, and 1.5 KB per change instead of 29 MB);
+// p99 about 0.84 s at the leaves plus 0.8 s above, some 100 MB of stream
+// state per relay. A root relay above the 5 makes it one upstream stream
+// for some 20 ms more. With 1,000 clusters a relay serves 1,000 clients
+// with a p99 under 0.5 s: 100 leaf relays under one root (100 clients,
+// some 30 ms), p99 about 0.5 s end to end. A serving cache that costs a
+// stream only the resources that changed (a change log by version) would
+// widen each relay's fan-out and flatten the tree.
+//
 // Package relaytest starts a relay on loopback, for tests and benchmarks
 // of clients behind one.
 package relay

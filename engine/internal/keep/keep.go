@@ -51,6 +51,7 @@ type Writer struct {
 	kept   map[Key]kept
 	closed bool
 	wake   chan struct{}
+	now    chan struct{} // a Flush waits
 	stop   chan struct{} // closed by Close
 	done   chan struct{} // closed when the writer has stopped
 	// Flush's bookkeeping: a flush wants the changes put before it
@@ -68,13 +69,14 @@ type kept struct {
 
 // NewWriter starts a writer: apply writes a change set, failed hears of
 // a failed one (whose changes are kept for the next), and interval is
-// the least time between two change sets. A resource put again with the
-// bytes the store holds is written only once refresh has passed since
-// they were received, to keep their time recent.
+// how long changes gather before they are written: one change set per
+// interval at most, and the changes of one response in one. A resource
+// put again with the bytes the store holds is written only once refresh
+// has passed since they were received, to keep their time recent.
 func NewWriter(apply func([]Change) error, failed func(error), interval, refresh time.Duration) *Writer {
 	w := &Writer{apply: apply, failed: failed, interval: interval, refresh: refresh,
 		pending: make(map[Key]Change), kept: make(map[Key]kept),
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		wake: make(chan struct{}, 1), now: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	w.flushed = sync.NewCond(&w.mu)
 	go w.run()
 	return w
@@ -109,14 +111,16 @@ func (w *Writer) run() {
 		case <-w.wake:
 		case <-w.stop:
 		}
-		if !w.writeOnce() {
-			return
-		}
-		// At most one change set per interval: what comes meanwhile is
-		// gathered, and only its latest state written.
+		// A response's changes are put one after another: what comes
+		// within an interval of the first is one change set, of the
+		// latest state of each resource, unless a Flush wants it now.
 		select {
 		case <-time.After(w.interval):
+		case <-w.now:
 		case <-w.stop:
+		}
+		if !w.writeOnce() {
+			return
 		}
 	}
 }
@@ -173,6 +177,10 @@ func (w *Writer) Flush() error {
 	w.wanted++
 	want := w.wanted
 	w.signal()
+	select {
+	case w.now <- struct{}{}:
+	default:
+	}
 	for w.written < want && !w.closed {
 		w.flushed.Wait()
 	}

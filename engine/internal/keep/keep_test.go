@@ -159,3 +159,23 @@ func TestKeptBytesAreRefreshed(t *testing.T) {
 		}
 	}
 }
+
+// TestOneResponseOneChangeSet: changes put one after another, as a
+// response's are, are written in one change set, not the first alone
+// and the rest an interval later.
+func TestOneResponseOneChangeSet(t *testing.T) {
+	s := &store{}
+	w := NewWriter(s.apply, nil, 50*time.Millisecond, time.Hour)
+	defer w.Close()
+	put(w, "a", "1")
+	time.Sleep(5 * time.Millisecond) // the writer has woken
+	put(w, "b", "1")
+	deadline := time.Now().Add(5 * time.Second)
+	for len(s.names()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(60 * time.Millisecond) // a second set would be written by now
+	if got, want := s.names(), [][]string{{"a@1", "b@1"}}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("change sets %v, want %v", got, want)
+	}
+}

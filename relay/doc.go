@@ -48,10 +48,14 @@
 //
 // # Serving
 //
-// Each key and type has a go-control-plane LinearCache, which keeps what
-// every stream was sent (the server's Subscription), answers State of the
-// World and incremental requests, versions each resource, and marshals
-// each version of a resource once for all clients. The engine notifies
+// Each key and type has a serving cache, which answers State of the World
+// and incremental requests as go-control-plane's LinearCache would (the
+// same versions, the same responses, what every stream was sent kept in
+// the server's Subscription), and wraps each version of a resource once
+// for all clients. Unlike the LinearCache, it logs each change by
+// version and knows which version the state a stream was sent is current
+// at, so a change or an ACK costs a stream what changed, not a comparison
+// of every resource (see # Scale). The engine notifies
 // the relay one resource at a time; the relay applies them to the cache
 // in batches, as many as arrived while the last batch was applied, so a
 // response of thousands of resources wakes each downstream watch a few

@@ -73,9 +73,14 @@ func (tc *typeCache) open(w *downWatch) {
 	tc.watches++
 	tc.acquireLocked(w.subscribed, w.wildcard)
 	w.waitWildcard = w.wildcard && !tc.unknown
-	for name, version := range w.sub.ReturnedResources() {
-		if version == "" {
-			continue // unsubscribed from under a wildcard: nothing held
+	// Only the unsettled names can keep a watch waiting: a subscribed
+	// name is subscribed upstream, and a name a wildcard watch alone
+	// covers waits for the wildcard subscription's answer (waitWildcard).
+	// Looking no further keeps an ACK's cost off the number of resources.
+	returned := w.sub.ReturnedResources()
+	for name := range tc.unsettled {
+		if version, ok := returned[name]; !ok || version == "" {
+			continue // not held, or unsubscribed from under a wildcard
 		}
 		if _, ok := w.subscribed[name]; (ok || w.wildcard) && !tc.resolvedLocked(name) {
 			w.wait = append(w.wait, name)

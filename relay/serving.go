@@ -2,8 +2,6 @@ package relay
 
 import (
 	"fmt"
-	"maps"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +25,9 @@ import (
 // the resources changed since. Without a stamp (a new stream, a client
 // that took longer than stampTTL to ask again, or one further behind than
 // the log), a watch compares everything once, as the LinearCache does.
+// What stays proportional to every resource a stream knows is the copy of
+// its returned resources each response carries (see nextReturned): the
+// server's map, which the cache must not alter.
 type servingCache struct {
 	typeURL   string
 	prefix    string
@@ -335,16 +336,22 @@ func (c *servingCache) respondLocked(w *servingWatch, changed, removed []string,
 			}
 		}
 	}
-	// The stream's map is the server's: the response carries a new one.
-	returned := maps.Clone(w.sub.ReturnedResources())
-	if returned == nil {
-		returned = make(map[string]string, len(send))
+	// The stream's map is the server's: the response carries the next
+	// one, built when the server asks for it, which it does on the
+	// stream's goroutine once the response is sent: the copy (as long as
+	// the stream knows resources) costs neither this loop over the
+	// streams nor the client's wait.
+	next := &nextReturned{base: w.sub.ReturnedResources(), names: send, removed: removed,
+		versions: make([]string, len(send))}
+	for i, name := range send {
+		next.versions[i] = c.resources[name].versionFor(delta)
 	}
-	for _, name := range send {
-		returned[name] = c.resources[name].versionFor(delta)
-	}
-	for _, name := range removed {
-		delete(returned, name)
+	st := &stamp{version: c.version, wildcard: w.sub.IsWildcard(), subscribed: w.sub.SubscribedResources()}
+	next.stamp = func(m map[string]string) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		st.m = m
+		c.putStampLocked(st)
 	}
 	version := c.versionString()
 	if delta {
@@ -353,24 +360,15 @@ func (c *servingCache) respondLocked(w *servingWatch, changed, removed []string,
 		for _, name := range send {
 			out.Resources = append(out.Resources, c.resources[name].delta)
 		}
-		w.dch <- &deltaResponse{req: w.dreq, out: out, version: version, returned: returned}
+		w.dch <- &deltaResponse{req: w.dreq, out: out, version: version, next: next}
 	} else {
 		out := &discoverypb.DiscoveryResponse{TypeUrl: c.typeURL, VersionInfo: version, Resources: make([]*anypb.Any, 0, len(send))}
 		for _, name := range send {
 			out.Resources = append(out.Resources, c.resources[name].any)
 		}
-		w.ch <- &sotwResponse{req: w.req, out: out, version: version, returned: returned}
+		w.ch <- &sotwResponse{req: w.req, out: out, version: version, next: next}
 	}
-	c.putStampLocked(&stamp{m: returned, version: c.version, wildcard: w.sub.IsWildcard(), subscribed: w.sub.SubscribedResources()})
 	return true
-}
-
-// mapIdentity tells maps apart: the server hands back the very map a
-// response carried as the stream's returned resources, which is how a
-// stamp is found. A stamp holds its map, so an identity is not reused
-// while it is stamped.
-func mapIdentity(m map[string]string) uintptr {
-	return reflect.ValueOf(m).Pointer()
 }
 
 // putStampLocked keeps st for its stream's next watch, for stampTTL.

@@ -246,3 +246,45 @@ func rawMessage(b []byte) proto.Message {
 	m.ProtoReflect().SetUnknown(b)
 	return m
 }
+
+// TestServingStampLifetime: an ACK within stampTTL compares nothing; a
+// stamp older than that is dropped (a stream that ended leaves one, and it
+// holds the stream's map), and the stream's next watch compares every
+// resource, with the same response the LinearCache gives.
+func TestServingStampLifetime(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		wait         time.Duration
+		wantCompared int
+	}{
+		{name: "within the lifetime", wait: stampTTL / 2, wantCompared: 0},
+		{name: "past it", wait: stampTTL + time.Second, wantCompared: 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			now := time.Unix(1000, 0)
+			serving := newServingCache(eds.TypeURL, "p-", func() time.Time { return now })
+			serving.update(map[string][]byte{"a": rawBytes("a1"), "b": rawBytes("b1"), "c": rawBytes("c1")}, nil)
+			first := servingStep{sub: []string{"*"}}
+			slow, other := newServingStream(eds.TypeURL, true), newServingStream(eds.TypeURL, true)
+			slow.request(t, serving, first)
+			if got := slow.receive(); got == "" {
+				t.Fatal("no response to the first request")
+			}
+			now = now.Add(tt.wait)
+			// Another stream's response stamps its map, dropping what
+			// expired.
+			other.request(t, serving, first)
+			other.receive()
+			before := serving.compared
+			slow.request(t, serving, servingStep{})
+			if got := slow.receive(); got != "" {
+				t.Errorf("the ACK was answered: %s", got)
+			}
+			if got := serving.compared - before; got != tt.wantCompared {
+				t.Errorf("the ACK compared %d names, want %d", got, tt.wantCompared)
+			}
+			slow.close()
+			other.close()
+		})
+	}
+}

@@ -36,6 +36,10 @@ type typeCache struct {
 	// resolved yet.
 	served map[string][]byte
 	absent map[string]struct{}
+	// unsettled are the names subscribed upstream that are in neither:
+	// the only ones a new watch may have to wait for, but for a wildcard
+	// subscription's (see open).
+	unsettled map[string]struct{}
 	// watches counts the downstream watches (held or not); held are those
 	// waiting for names to be resolved.
 	watches int
@@ -58,6 +62,7 @@ func newTypeCache(g *group, typeURL string, unknown bool) *typeCache {
 		idle:      map[string]time.Time{},
 		served:    map[string][]byte{},
 		absent:    map[string]struct{}{},
+		unsettled: map[string]struct{}{},
 		held:      map[*downWatch]struct{}{},
 	}
 }
@@ -91,6 +96,11 @@ func (tc *typeCache) acquireLocked(names map[string]struct{}, wildcard bool) {
 		n := tc.names[name]
 		if n == nil {
 			n = &upstreamName{}
+			if _, ok := tc.served[name]; !ok {
+				if _, ok := tc.absent[name]; !ok {
+					tc.unsettled[name] = struct{}{}
+				}
+			}
 			tc.names[name] = n
 			n.cancel = tc.g.eng.Watch(tc.typeURL, name, &nameWatcher{tc: tc, name: name})
 		}
@@ -148,6 +158,7 @@ func (tc *typeCache) reap(now time.Time) (next time.Time) {
 		}
 		tc.names[name].cancel()
 		delete(tc.names, name)
+		delete(tc.unsettled, name)
 		delete(tc.idle, name)
 		ended = append(ended, name)
 	}
@@ -219,6 +230,7 @@ func (tc *typeCache) apply(changes map[string]change, answered *upstreamWild) {
 		}
 		if c.gone {
 			tc.absent[name] = struct{}{}
+			delete(tc.unsettled, name)
 			if _, ok := tc.served[name]; ok {
 				delete(tc.served, name)
 				deletes = append(deletes, name)
@@ -230,6 +242,7 @@ func (tc *typeCache) apply(changes map[string]change, answered *upstreamWild) {
 			continue
 		}
 		tc.served[name] = c.bytes
+		delete(tc.unsettled, name)
 		updates[name] = c.bytes
 	}
 	if len(updates) > 0 || len(deletes) > 0 {

@@ -54,11 +54,6 @@ type servingCache struct {
 	compared int
 }
 
-// stampTTL is how long the stamp of a map of returned resources is kept
-// for its stream's next watch. A stream that ended leaves its stamp, and
-// the stamp holds the map: this bounds what that costs.
-const stampTTL = time.Minute
-
 // minChangeLog is the length the change log may reach whatever the
 // number of resources.
 const minChangeLog = 256
@@ -81,20 +76,6 @@ type servedResource struct {
 type loggedChange struct {
 	version uint64
 	name    string
-}
-
-// stamp says that a map of returned resources m is what its stream knows
-// at version: it agrees with the cache then for every name, but those in
-// extra. For a State of the World stream it keeps the subscription it was
-// current for (the server replaces, not changes, that map).
-type stamp struct {
-	m          map[string]string
-	key        uintptr
-	version    uint64
-	wildcard   bool
-	subscribed map[string]struct{}
-	extra      []string
-	at         time.Time
 }
 
 // servingWatch is one watch of the server: exactly one of ch and dch is
@@ -229,8 +210,12 @@ func (c *servingCache) answerLocked(w *servingWatch, replyEvenIfEmpty bool) bool
 	// A State of the World response of a type that is not full-state
 	// cannot say that a resource is gone: the removed ones stay to
 	// compare.
-	w.base = &stamp{m: w.sub.ReturnedResources(), version: c.version, wildcard: w.sub.IsWildcard(),
+	next := &stamp{m: w.sub.ReturnedResources(), version: c.version, wildcard: w.sub.IsWildcard(),
 		subscribed: w.sub.SubscribedResources(), extra: removed}
+	if w.base != nil {
+		next.ours, next.touched, next.spare = w.base.ours, w.base.touched, w.base.spare
+	}
+	w.base = next
 	return false
 }
 
@@ -346,7 +331,16 @@ func (c *servingCache) respondLocked(w *servingWatch, changed, removed []string,
 	for i, name := range send {
 		next.versions[i] = c.resources[name].versionFor(delta)
 	}
-	st := &stamp{version: c.version, wildcard: w.sub.IsWildcard(), subscribed: w.sub.SubscribedResources()}
+	st := &stamp{version: c.version, wildcard: w.sub.IsWildcard(), subscribed: w.sub.SubscribedResources(), ours: true}
+	if b := w.base; b != nil && b.ours {
+		// The server lets go of the stream's map when it sets the next
+		// one: the next stamp's spare, recycled for the response after.
+		st.spare = &spareMap{m: next.base, diff: append(append([]string(nil), send...), removed...)}
+		if b.spare != nil {
+			next.spare = b.spare
+			next.sync = append(append([]string(nil), b.spare.diff...), b.touched...)
+		}
+	}
 	next.stamp = func(m map[string]string) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -369,77 +363,4 @@ func (c *servingCache) respondLocked(w *servingWatch, changed, removed []string,
 		w.ch <- &sotwResponse{req: w.req, out: out, version: version, next: next}
 	}
 	return true
-}
-
-// putStampLocked keeps st for its stream's next watch, for stampTTL.
-func (c *servingCache) putStampLocked(st *stamp) {
-	if st.m == nil {
-		return // a subscription's first map may be nil; nothing to find it by
-	}
-	now := c.now()
-	st.key, st.at = mapIdentity(st.m), now
-	c.stamps[st.key] = st
-	c.stampQueue = append(c.stampQueue, st)
-	drop := 0
-	for ; drop < len(c.stampQueue); drop++ {
-		old := c.stampQueue[drop]
-		if c.stamps[old.key] == old && now.Sub(old.at) < stampTTL {
-			break
-		}
-		if c.stamps[old.key] == old {
-			delete(c.stamps, old.key)
-		}
-		old.m = nil
-	}
-	c.stampQueue = c.stampQueue[drop:]
-	if len(c.stampQueue) > 2*len(c.stamps)+minChangeLog {
-		// Taken stamps left in the middle of the queue.
-		live := c.stampQueue[:0]
-		for _, st := range c.stampQueue {
-			if c.stamps[st.key] == st {
-				live = append(live, st)
-			}
-		}
-		clear(c.stampQueue[len(live):])
-		c.stampQueue = live
-	}
-}
-
-// takeStampLocked returns the base of a new watch of sub: the stamp of
-// its returned resources, with the names whose subscription changed since
-// added to compare; nil if there is none, or the subscription changed
-// from or to wildcard. changed are the names an incremental request
-// (un)subscribed; a State of the World request states its whole
-// subscription, compared with the stamp's.
-func (c *servingCache) takeStampLocked(sub cache.Subscription, delta bool, changed []string) *stamp {
-	m := sub.ReturnedResources()
-	if m == nil {
-		return nil
-	}
-	st := c.stamps[mapIdentity(m)]
-	if st == nil {
-		return nil
-	}
-	delete(c.stamps, st.key)
-	st.m = nil // the queue may hold st a while yet
-	if st.wildcard != sub.IsWildcard() || st.version < c.floor {
-		return nil
-	}
-	extra := append([]string(nil), st.extra...)
-	subscribed := sub.SubscribedResources()
-	if delta {
-		extra = append(extra, changed...)
-	} else {
-		for name := range subscribed {
-			if _, ok := st.subscribed[name]; !ok {
-				extra = append(extra, name)
-			}
-		}
-		for name := range st.subscribed {
-			if _, ok := subscribed[name]; !ok {
-				extra = append(extra, name)
-			}
-		}
-	}
-	return &stamp{m: m, version: st.version, wildcard: sub.IsWildcard(), subscribed: subscribed, extra: extra}
 }

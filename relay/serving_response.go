@@ -3,8 +3,8 @@ package relay
 import (
 	"context"
 	"maps"
-	"reflect"
 	"sync"
+	"sync/atomic"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
@@ -53,22 +53,45 @@ var (
 
 // nextReturned is a response's returned resources: the stream's before
 // the response (base), with the versions of the resources sent, without
-// those removed. It is built once, when first asked for, and stamped.
+// those removed. It is built once, when first asked for, and stamped:
+// from the stream's spare map if it has one, made equal to base where they
+// may differ (sync), or else from a copy of base.
 type nextReturned struct {
 	base     map[string]string
 	names    []string
 	versions []string
 	removed  []string
+	spare    *spareMap
+	sync     []string
 	stamp    func(map[string]string)
 
 	once sync.Once
 	m    map[string]string
 }
 
+// spareMap is a map of returned resources the server let go of (it set
+// the next one in its place), with the names in which it may differ from
+// that next one. Responses built from the same map (a stream's stale
+// response) share it, and only one recycles it.
+type spareMap struct {
+	m       map[string]string
+	diff    []string
+	claimed atomic.Bool
+}
+
 func (n *nextReturned) get() map[string]string {
 	n.once.Do(func() {
-		m := maps.Clone(n.base)
-		if m == nil {
+		var m map[string]string
+		if n.spare != nil && n.spare.claimed.CompareAndSwap(false, true) {
+			m = n.spare.m
+			for _, name := range n.sync {
+				if v, ok := n.base[name]; ok {
+					m[name] = v
+				} else {
+					delete(m, name)
+				}
+			}
+		} else if m = maps.Clone(n.base); m == nil {
 			m = make(map[string]string, len(n.names))
 		}
 		for i, name := range n.names {
@@ -77,16 +100,8 @@ func (n *nextReturned) get() map[string]string {
 		for _, name := range n.removed {
 			delete(m, name)
 		}
-		n.m, n.base = m, nil
+		n.m, n.base, n.spare = m, nil, nil
 		n.stamp(m)
 	})
 	return n.m
-}
-
-// mapIdentity tells maps apart: the server hands back the very map a
-// response carried as the stream's returned resources, which is how a
-// stamp is found. A stamp holds its map, so an identity is not reused
-// while it is stamped.
-func mapIdentity(m map[string]string) uintptr {
-	return reflect.ValueOf(m).Pointer()
 }

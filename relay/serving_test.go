@@ -50,32 +50,35 @@ func TestServingCacheAgreesWithLinearCache(t *testing.T) {
 		delta   bool
 		first   servingStep // the stream's first request
 		steps   []servingStep
+		// recycles: a response's returned resources are built from a
+		// map the server let go of, not copied.
+		recycles bool
 	}{
 		{name: "delta wildcard", typeURL: cds.TypeURL, delta: true, first: servingStep{},
 			steps: []servingStep{ack, {set: map[string]string{"b": "b2"}, maxCompared: 1}, {request: true, maxCompared: -1},
 				{delete: []string{"a"}, maxCompared: 1}, ack, {set: map[string]string{"d": "d1"}}, ack,
-				{set: map[string]string{"d": "d1"}}, ack}},
+				{set: map[string]string{"d": "d1"}}, ack}, recycles: true},
 		{name: "delta named", typeURL: eds.TypeURL, delta: true, first: servingStep{sub: []string{"a", "b"}},
 			steps: []servingStep{ack, {set: map[string]string{"c": "c2"}}, {set: map[string]string{"a": "a2"}}, ack,
 				{request: true, sub: []string{"d"}, unsub: []string{"b"}}, {set: map[string]string{"d": "d1"}}, ack,
-				{delete: []string{"d"}}, ack, {request: true, sub: []string{"*"}}, ack, {request: true, unsub: []string{"*"}}}},
+				{delete: []string{"d"}}, ack, {request: true, sub: []string{"*"}}, ack, {request: true, unsub: []string{"*"}}}, recycles: true},
 		{name: "delta wildcard unsubscribes a name", typeURL: cds.TypeURL, delta: true, first: servingStep{sub: []string{"*", "a"}},
-			steps: []servingStep{ack, {request: true, unsub: []string{"a"}}, ack, {set: map[string]string{"a": "a3"}}, ack}},
+			steps: []servingStep{ack, {request: true, unsub: []string{"a"}}, ack, {set: map[string]string{"a": "a3"}}, ack}, recycles: true},
 		{name: "delta changes during an open watch", typeURL: eds.TypeURL, delta: true, first: servingStep{sub: []string{"a"}},
 			steps: []servingStep{ack, {request: true, sub: []string{"b"}}, {request: true, unsub: []string{"a"}},
-				{set: map[string]string{"a": "a4", "b": "b4"}}, ack}},
+				{set: map[string]string{"a": "a4", "b": "b4"}}, ack}, recycles: true},
 		{name: "delta behind the change log", typeURL: cds.TypeURL, delta: true, first: servingStep{},
 			steps: []servingStep{{set: map[string]string{"b": "b5"}}, {changes: 3 * minChangeLog}, ack, {set: map[string]string{"c": "c5"}}, ack}},
 		{name: "sotw full state wildcard", typeURL: cds.TypeURL, first: servingStep{},
 			steps: []servingStep{ack, {set: map[string]string{"b": "b2"}}, {request: true, maxCompared: -1}, {delete: []string{"c"}}, ack,
-				{request: true, foreignVersion: true}, ack}},
+				{request: true, foreignVersion: true}, ack}, recycles: true},
 		{name: "sotw full state named", typeURL: cds.TypeURL, first: servingStep{names: []string{"a", "b"}},
 			steps: []servingStep{ack, {set: map[string]string{"c": "c2"}}, {delete: []string{"b"}}, ack,
-				{request: true, names: []string{"a", "c"}}, ack, {set: map[string]string{"b": "b6"}}, ack}},
+				{request: true, names: []string{"a", "c"}}, ack, {set: map[string]string{"b": "b6"}}, ack}, recycles: true},
 		{name: "sotw not full state", typeURL: eds.TypeURL, first: servingStep{names: []string{"a", "b"}},
 			steps: []servingStep{ack, {delete: []string{"a"}}, {set: map[string]string{"b": "b2"}}, ack,
 				{set: map[string]string{"a": "a7"}}, ack, {request: true, names: []string{"b", "c"}}, ack,
-				{changes: 3 * minChangeLog}, {set: map[string]string{"c": "c7"}}, ack}},
+				{changes: 3 * minChangeLog}, {set: map[string]string{"c": "c7"}}, ack}, recycles: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,6 +122,9 @@ func TestServingCacheAgreesWithLinearCache(t *testing.T) {
 			for i, s := range tt.steps {
 				step(i, s)
 			}
+			if got := ours.recycled > 0; got != tt.recycles {
+				t.Errorf("%d responses' returned resources recycled a map; want recycling %v", ours.recycled, tt.recycles)
+			}
 			ours.close()
 			theirs.close()
 		})
@@ -138,6 +144,10 @@ type servingStream struct {
 	cancel  func()
 	nonce   int
 	version string
+	// maps are every map of returned resources received, kept so that
+	// no identity is reused; recycled counts those received again.
+	maps     []map[string]string
+	recycled int
 }
 
 func newServingStream(typeURL string, delta bool) *servingStream {
@@ -201,7 +211,7 @@ func (s *servingStream) receive() string {
 		out, _ := resp.GetDiscoveryResponse()
 		s.nonce++
 		s.version = resp.GetResponseVersion()
-		s.sub.SetReturnedResources(resp.GetReturnedResources())
+		s.sub.SetReturnedResources(s.keep(resp.GetReturnedResources()))
 		var names []string
 		for _, r := range out.GetResources() {
 			names = append(names, string(r.GetValue()))
@@ -211,7 +221,7 @@ func (s *servingStream) receive() string {
 	case resp := <-s.dch:
 		out, _ := resp.GetDeltaDiscoveryResponse()
 		s.nonce++
-		s.sub.SetReturnedResources(resp.GetNextVersionMap())
+		s.sub.SetReturnedResources(s.keep(resp.GetNextVersionMap()))
 		var names []string
 		for _, r := range out.GetResources() {
 			names = append(names, r.GetName()+"="+string(r.GetResource().GetValue())+"@"+r.GetVersion()[:8])
@@ -222,6 +232,16 @@ func (s *servingStream) receive() string {
 	default:
 		return ""
 	}
+}
+
+func (s *servingStream) keep(m map[string]string) map[string]string {
+	for _, old := range s.maps {
+		if mapIdentity(old) == mapIdentity(m) {
+			s.recycled++
+		}
+	}
+	s.maps = append(s.maps, m)
+	return m
 }
 
 func sortedMap(m map[string]string) string {

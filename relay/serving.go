@@ -2,6 +2,7 @@ package relay
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -342,6 +343,11 @@ func (c *servingCache) respondLocked(w *servingWatch, changed, removed []string,
 		}
 	}
 	next.stamp = func(m map[string]string) {
+		if st.spare == nil {
+			// A first spare, so that even the stream's next response
+			// copies nothing: made now, on the stream's goroutine.
+			st.spare = &spareMap{m: maps.Clone(m)}
+		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		st.m = m

@@ -140,19 +140,21 @@
 // KB over State of the World (200 direct clients: 190 MB). The fan-out
 // does, and the serving cache (see # Serving) costs a stream what changed:
 // after a change of one cluster, the last of 1,000 incremental clients is
-// updated 67 ms after the change (p50; p99 153 ms), for 68 ms of relay CPU
-// per change; 150 clients, 16 ms (p99 24 ms) and 18 ms of CPU (one run
-// each). The same clients directly connected to the upstream's LinearCache
-// wait 3.6 to 4.8 s (p99 4.8 to 7.6 s, six runs): it compares every
-// resource with what each stream was sent, on each change and each ACK,
-// 3 to 5 ms of CPU per client; served by this relay through a LinearCache,
-// as it was before, 3.6 to 4.4 s (p99 4.3 to 7.5 s). Each stream holds
+// updated 67 to 71 ms after the change (p50; p99 153 to 158 ms), for 68 to
+// 75 ms of relay CPU per change; 150 clients, 16 to 19 ms (p99 24 to 47
+// ms) and 18 to 24 ms of CPU (two runs). The same clients directly
+// connected to the upstream's LinearCache wait 3.6 to 5.6 s (p99 4.8 to
+// 7.6 s, seven runs): it compares every resource with what each stream
+// was sent, on each change and each ACK, 3 to 5 ms of CPU per client;
+// served by this relay through a LinearCache, as it was before, 3.6 to
+// 4.4 s (p99 4.3 to 7.5 s, three runs). Each stream holds
 // about 1.35 MB beyond the shared cache: two maps of the version of each
 // of the 10,000 resources it was sent (the server's, and the one it let go
 // of, which the next response recycles instead of copying the server's),
 // plus some 50 KB of gRPC and stream state. A State of the World client of
-// Clusters is sent all of them at each change (951 KB); measured before
-// the serving cache, it cost about 7.5 ms per change.
+// Clusters is sent all of them at each change (951 KB): 100 such clients
+// cost 0.6 s of CPU per change, and the last is updated after 0.5 s (p99
+// 1.1 s; one run).
 //
 // A tree of relays (each relay a client of the one above, keyed alike)
 // multiplies the fan-out and adds each level's latency. For 100,000

@@ -99,6 +99,9 @@ type scaleFigures struct {
 	kindLast             map[string]time.Duration
 	cpuPerChange         time.Duration
 	bytesPerStream       float64 // heap and stacks
+	// bytesPerStreamAfter is the same after the changes (light and
+	// engine clients only): what a stream keeps once it was sent some.
+	bytesPerStreamAfter float64
 }
 
 func (m scaleFigures) report(b *testing.B, viaRelay bool) {
@@ -112,13 +115,17 @@ func (m scaleFigures) report(b *testing.B, viaRelay bool) {
 	b.ReportMetric(float64(m.lastP99.Microseconds())/1e3, p+"last-p99-ms")
 	b.ReportMetric(float64(m.cpuPerChange.Microseconds())/1e3, p+"cpu-ms/change")
 	b.ReportMetric(m.bytesPerStream/1e3, p+"KB/stream")
+	if m.bytesPerStreamAfter > 0 {
+		b.ReportMetric(m.bytesPerStreamAfter/1e3, p+"KB/stream-after-changes")
+	}
 	kinds := ""
 	for _, k := range slices.Sorted(mapsKeys(m.kindLast)) {
 		kinds += fmt.Sprintf(" last-%s-p99=%v", k, m.kindLast[k].Round(time.Millisecond))
 	}
-	b.Logf("%s%d clients: upstream %d conns %d streams %.1f KB/change; last client p50 %v p99 %v; any client p50 %v p99 %v;%s cpu %v/change; %.1f KB/stream",
+	b.Logf("%s%d clients: upstream %d conns %d streams %.1f KB/change; last client p50 %v p99 %v; any client p50 %v p99 %v;%s cpu %v/change; %.1f KB/stream (%.1f after the changes)",
 		p, m.clients, m.upstreamConns, m.upstreamStreams, m.upstreamBytesChange/1e3, m.lastP50.Round(time.Millisecond), m.lastP99.Round(time.Millisecond),
-		m.clientP50.Round(time.Millisecond), m.clientP99.Round(time.Millisecond), kinds, m.cpuPerChange.Round(100*time.Microsecond), m.bytesPerStream/1e3)
+		m.clientP50.Round(time.Millisecond), m.clientP99.Round(time.Millisecond), kinds, m.cpuPerChange.Round(100*time.Microsecond), m.bytesPerStream/1e3,
+		m.bytesPerStreamAfter/1e3)
 }
 
 func mapsKeys(m map[string]time.Duration) func(func(string) bool) {
@@ -234,6 +241,9 @@ func runScale(tc scaleCase, viaRelay bool) (scaleFigures, error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	m.cpuPerChange = (processCPU() - cpu0) / time.Duration(tc.changes)
+	if streams > 1 && tc.grpcgo == 0 {
+		m.bytesPerStreamAfter = float64(heapAndStacks()-base) / float64(streams-1)
+	}
 	m.upstreamBytesChange = float64(up.written.Load()-bytes0) / float64(tc.changes)
 	m.upstreamStreams, m.upstreamConns = up.opened.Load(), up.conns.Load()
 	m.lastP50, m.lastP99 = quantile(last, 0.5), quantile(last, 0.99)

@@ -32,10 +32,10 @@ type downWatch struct {
 	wait         []string
 	waitWildcard bool
 
-	mu         sync.Mutex
-	state      watchState
-	stopLinear func()
-	endOnce    sync.Once
+	mu          sync.Mutex
+	state       watchState
+	stopServing func()
+	endOnce     sync.Once
 }
 
 type watchState int
@@ -73,9 +73,14 @@ func (tc *typeCache) open(w *downWatch) {
 	tc.watches++
 	tc.acquireLocked(w.subscribed, w.wildcard)
 	w.waitWildcard = w.wildcard && !tc.unknown
-	for name, version := range w.sub.ReturnedResources() {
-		if version == "" {
-			continue // unsubscribed from under a wildcard: nothing held
+	// Only the unsettled names can keep a watch waiting: a subscribed
+	// name is subscribed upstream, and a name a wildcard watch alone
+	// covers waits for the wildcard subscription's answer (waitWildcard).
+	// Looking no further keeps an ACK's cost off the number of resources.
+	returned := w.sub.ReturnedResources()
+	for name := range tc.unsettled {
+		if version, ok := returned[name]; !ok || version == "" {
+			continue // not held, or unsubscribed from under a wildcard
 		}
 		if _, ok := w.subscribed[name]; (ok || w.wildcard) && !tc.resolvedLocked(name) {
 			w.wait = append(w.wait, name)
@@ -95,7 +100,7 @@ func (tc *typeCache) open(w *downWatch) {
 	w.start()
 }
 
-// start hands the watch to the LinearCache, which answers it now or at
+// start hands the watch to the serving cache, which answers it now or at
 // the next change. Called with tc.mu held.
 func (w *downWatch) start() {
 	w.mu.Lock()
@@ -106,13 +111,13 @@ func (w *downWatch) start() {
 	w.state = watchStarted
 	var err error
 	if w.delta != nil {
-		w.stopLinear, err = w.tc.linear.CreateDeltaWatch(w.delta, w.sub, w.dch)
+		w.stopServing, err = w.tc.serving.CreateDeltaWatch(w.delta, w.sub, w.dch)
 	} else {
-		w.stopLinear, err = w.tc.linear.CreateWatch(w.sotw, w.sub, w.ch)
+		w.stopServing, err = w.tc.serving.CreateWatch(w.sotw, w.sub, w.ch)
 	}
 	if err != nil {
-		// The LinearCache refuses only another type's request, or a
-		// resource it cannot marshal; neither can happen here.
+		// The serving cache refuses only another type's request,
+		// which cannot happen here.
 		w.tc.g.r.log.Error("relay: the downstream cache refused a watch", "key", w.tc.g.key, "type", w.tc.typeURL, "error", err)
 	}
 }
@@ -124,8 +129,8 @@ func (w *downWatch) end() {
 	w.endOnce.Do(func() {
 		w.mu.Lock()
 		w.state = watchEnded
-		stop := w.stopLinear
-		w.stopLinear = nil
+		stop := w.stopServing
+		w.stopServing = nil
 		w.mu.Unlock()
 		if stop != nil {
 			stop()

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/xdsengine/xdsengine/registry"
 )
@@ -62,13 +61,4 @@ func defaultEncode(typeURL string, r registry.Resource) ([]byte, error) {
 
 func marshal(m proto.Message) ([]byte, error) {
 	return proto.MarshalOptions{Deterministic: true}.Marshal(m)
-}
-
-// rawMessage is a message whose serialization is b as it is, which is how
-// bytes go into go-control-plane's caches (they hold proto messages):
-// unknown fields of an empty message are written out unchanged.
-func rawMessage(b []byte) proto.Message {
-	m := &emptypb.Empty{}
-	m.ProtoReflect().SetUnknown(b)
-	return m
 }

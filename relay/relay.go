@@ -99,11 +99,11 @@ func (r *Relay) CreateWatch(req *cache.Request, sub cache.Subscription, ch chan 
 	if req.GetErrorDetail() != nil {
 		r.nacked(req.GetNode(), req.GetTypeUrl(), req.GetResponseNonce(), req.GetErrorDetail().GetMessage())
 		if r.foreignVersion(req.GetVersionInfo()) || req.GetVersionInfo() == "" {
-			// The LinearCache answers a request of no (or another)
-			// version at once, with what it has: the very version the
-			// client rejected, again and again (envoyproxy/
-			// go-control-plane#962). The client keeps what it has;
-			// only a change is sent.
+			// The serving cache, as go-control-plane's LinearCache,
+			// answers a request of no (or another) version at once,
+			// with what it has: the very version the client rejected,
+			// again and again (envoyproxy/go-control-plane#962). The
+			// client keeps what it has; only a change is sent.
 			w.sotw = withVersion(req, r.prefix)
 		}
 	}
@@ -114,9 +114,9 @@ func (r *Relay) CreateWatch(req *cache.Request, sub cache.Subscription, ch chan 
 // streams.
 func (r *Relay) CreateDeltaWatch(req *cache.DeltaRequest, sub cache.Subscription, ch chan cache.DeltaResponse) (func(), error) {
 	if req.GetErrorDetail() != nil {
-		// The LinearCache compares with what the stream was sent, the
-		// rejected versions included: nothing is sent again until the
-		// resources change.
+		// The serving cache compares with what the stream was sent,
+		// the rejected versions included: nothing is sent again until
+		// the resources change.
 		r.nacked(req.GetNode(), req.GetTypeUrl(), req.GetResponseNonce(), req.GetErrorDetail().GetMessage())
 	}
 	return r.open(&downWatch{delta: req, dch: ch, sub: sub}, req.GetNode(), req.GetTypeUrl())

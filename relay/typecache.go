@@ -5,14 +5,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 )
 
 // typeCache is one key's resources of one type: the upstream
 // subscriptions (a reference-counted union of the downstream ones) and
-// the LinearCache that serves them downstream. Its mutex is taken before
-// a downstream watch's, which is taken before the LinearCache's.
+// the serving cache that serves them downstream. Its mutex is taken
+// before a downstream watch's, which is taken before the serving cache's.
 type typeCache struct {
 	g       *group
 	typeURL string
@@ -20,10 +19,10 @@ type typeCache struct {
 	// upstream and every name counts as known not to exist.
 	unknown bool
 	// fullState: a State of the World response lists every subscribed
-	// resource, so an absent one is deleted (LDS, CDS), as LinearCache
-	// decides it.
+	// resource, so an absent one is deleted (LDS, CDS), as
+	// go-control-plane decides it.
 	fullState bool
-	linear    *cache.LinearCache
+	serving   *servingCache
 
 	mu sync.Mutex
 	// names are the upstream subscriptions by name; idle are those that
@@ -32,11 +31,15 @@ type typeCache struct {
 	idle  map[string]time.Time
 	// wild is the upstream wildcard subscription, nil when none.
 	wild *upstreamWild
-	// served holds the bytes the LinearCache serves, by name; absent the
+	// served holds the bytes the serving cache serves, by name; absent the
 	// names the upstream says do not exist. A name in neither is not
 	// resolved yet.
 	served map[string][]byte
 	absent map[string]struct{}
+	// unsettled are the names subscribed upstream that are in neither:
+	// the only ones a new watch may have to wait for, but for a wildcard
+	// subscription's (see open).
+	unsettled map[string]struct{}
 	// watches counts the downstream watches (held or not); held are those
 	// waiting for names to be resolved.
 	watches int
@@ -54,11 +57,12 @@ func newTypeCache(g *group, typeURL string, unknown bool) *typeCache {
 		typeURL:   typeURL,
 		unknown:   unknown,
 		fullState: cache.ResourceRequiresFullStateInSotw(typeURL),
-		linear:    cache.NewLinearCache(typeURL, cache.WithVersionPrefix(g.r.prefix)),
+		serving:   newServingCache(typeURL, g.r.prefix, g.r.cfg.Clock.Now),
 		names:     map[string]*upstreamName{},
 		idle:      map[string]time.Time{},
 		served:    map[string][]byte{},
 		absent:    map[string]struct{}{},
+		unsettled: map[string]struct{}{},
 		held:      map[*downWatch]struct{}{},
 	}
 }
@@ -92,6 +96,11 @@ func (tc *typeCache) acquireLocked(names map[string]struct{}, wildcard bool) {
 		n := tc.names[name]
 		if n == nil {
 			n = &upstreamName{}
+			if _, ok := tc.served[name]; !ok {
+				if _, ok := tc.absent[name]; !ok {
+					tc.unsettled[name] = struct{}{}
+				}
+			}
 			tc.names[name] = n
 			n.cancel = tc.g.eng.Watch(tc.typeURL, name, &nameWatcher{tc: tc, name: name})
 		}
@@ -149,6 +158,7 @@ func (tc *typeCache) reap(now time.Time) (next time.Time) {
 		}
 		tc.names[name].cancel()
 		delete(tc.names, name)
+		delete(tc.unsettled, name)
 		delete(tc.idle, name)
 		ended = append(ended, name)
 	}
@@ -181,7 +191,7 @@ func (tc *typeCache) reap(now time.Time) (next time.Time) {
 		// No downstream watch holds these names, and none is a wildcard
 		// one (the wildcard subscription would cover them): the deletion
 		// reaches nobody, it only frees the memory.
-		tc.updateLinearLocked(nil, deletes)
+		tc.serving.update(nil, deletes)
 	}
 	return next
 }
@@ -212,7 +222,7 @@ type change struct {
 func (tc *typeCache) apply(changes map[string]change, answered *upstreamWild) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	updates := map[string]types.Resource{}
+	updates := map[string][]byte{}
 	var deletes []string
 	for name, c := range changes {
 		if !tc.coveredLocked(name) {
@@ -220,6 +230,7 @@ func (tc *typeCache) apply(changes map[string]change, answered *upstreamWild) {
 		}
 		if c.gone {
 			tc.absent[name] = struct{}{}
+			delete(tc.unsettled, name)
 			if _, ok := tc.served[name]; ok {
 				delete(tc.served, name)
 				deletes = append(deletes, name)
@@ -231,23 +242,16 @@ func (tc *typeCache) apply(changes map[string]change, answered *upstreamWild) {
 			continue
 		}
 		tc.served[name] = c.bytes
-		updates[name] = rawMessage(c.bytes)
+		delete(tc.unsettled, name)
+		updates[name] = c.bytes
 	}
 	if len(updates) > 0 || len(deletes) > 0 {
-		tc.updateLinearLocked(updates, deletes)
+		tc.serving.update(updates, deletes)
 	}
 	if w := tc.wild; w != nil && answered == w {
 		w.resolved = true
 	}
 	tc.releaseHeldLocked()
-}
-
-func (tc *typeCache) updateLinearLocked(updates map[string]types.Resource, deletes []string) {
-	// The LinearCache's only failure is a resource it cannot marshal,
-	// and these are bytes.
-	if err := tc.linear.UpdateResources(updates, deletes); err != nil {
-		tc.g.r.log.Error("relay: updating the downstream cache failed", "key", tc.g.key, "type", tc.typeURL, "error", err)
-	}
 }
 
 // releaseHeldLocked starts the held watches that wait for nothing more.

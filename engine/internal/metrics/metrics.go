@@ -140,7 +140,8 @@ func (r *Recorder) Add(c Counter, n int, server, typeURL string) {
 	if n <= 0 {
 		return
 	}
-	attrs := []attribute.KeyValue{r.target, attribute.String(LabelServer, server)}
+	attrs := make([]attribute.KeyValue, 2, 3) // room for the type: one allocation
+	attrs[0], attrs[1] = r.target, attribute.String(LabelServer, server)
 	if typeURL != "" {
 		attrs = append(attrs, attribute.String(LabelResourceType, TypeLabel(typeURL)))
 	}

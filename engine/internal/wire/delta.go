@@ -1,8 +1,10 @@
 package wire
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -24,9 +26,11 @@ func (delta) read(s *stream, b []byte) (*decoding, error) {
 	if err := proto.Unmarshal(b, m); err != nil {
 		return nil, err
 	}
-	s.cfg.Log.Debug("xDS delta response received", "server", s.cfg.Server.URI, "type", m.GetTypeUrl(),
-		"system_version", m.GetSystemVersionInfo(), "nonce", m.GetNonce(), "resources", len(m.GetResources()),
-		"removed", len(m.GetRemovedResources())+len(m.GetRemovedResourceNames()), "resource_errors", len(m.GetResourceErrors()))
+	if s.cfg.Log.Enabled(context.Background(), slog.LevelDebug) { // its arguments would allocate on every response
+		s.cfg.Log.Debug("xDS delta response received", "server", s.cfg.Server.URI, "type", m.GetTypeUrl(),
+			"system_version", m.GetSystemVersionInfo(), "nonce", m.GetNonce(), "resources", len(m.GetResources()),
+			"removed", len(m.GetRemovedResources())+len(m.GetRemovedResourceNames()), "resource_errors", len(m.GetResourceErrors()))
+	}
 	resp := &Response{TypeURL: m.GetTypeUrl(), Version: m.GetSystemVersionInfo(), Received: s.cfg.Clock.Now()}
 	typ, known := s.cfg.Types(resp.TypeURL)
 	if !known {

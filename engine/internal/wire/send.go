@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"context"
+	"log/slog"
 	"maps"
 
 	"google.golang.org/protobuf/proto"
@@ -40,7 +42,9 @@ func (s *stream) sendLoop() {
 				// Recv reports the stream's status; nothing to add here.
 				return
 			}
-			s.cfg.Log.Debug("xDS request sent", "server", s.cfg.Server.URI, "request", requestSummary{msg})
+			if s.cfg.Log.Enabled(context.Background(), slog.LevelDebug) {
+				s.cfg.Log.Debug("xDS request sent", "server", s.cfg.Server.URI, "request", requestSummary{msg})
+			}
 			s.mu.Lock()
 			s.startTimersLocked(typeURL, s.typeLocked(typeURL))
 			s.mu.Unlock()

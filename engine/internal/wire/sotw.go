@@ -1,7 +1,9 @@
 package wire
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -26,8 +28,10 @@ func (sotw) read(s *stream, b []byte) (*decoding, error) {
 		env = envelopeOf(resp)
 	}
 	defer releaseEnvelope(env.resources)
-	s.cfg.Log.Debug("xDS response received", "server", s.cfg.Server.URI, "type", env.typeURL, "version", env.version,
-		"nonce", env.nonce, "resources", len(env.resources), "resource_errors", len(env.errors))
+	if s.cfg.Log.Enabled(context.Background(), slog.LevelDebug) { // its arguments would allocate on every response
+		s.cfg.Log.Debug("xDS response received", "server", s.cfg.Server.URI, "type", env.typeURL, "version", env.version,
+			"nonce", env.nonce, "resources", len(env.resources), "resource_errors", len(env.errors))
+	}
 	resp := &Response{TypeURL: env.typeURL, Version: env.version, Received: s.cfg.Clock.Now()}
 	typ, known := s.cfg.Types(env.typeURL)
 	if !known {

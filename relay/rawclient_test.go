@@ -10,12 +10,11 @@ import (
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/protobuf/proto"
 )
 
 // rawStream is a hand-driven ADS stream to a relay, for tests that assert
 // exactly what is sent: it NACKs, ACKs late or never, as the test says.
-type rawStream[Req, Resp proto.Message] struct {
+type rawStream[Req, Resp any] struct {
 	send func(Req) error
 	resp chan Resp
 	// end ends the stream, as the client going away; it may be called
@@ -41,36 +40,27 @@ func dial(t *testing.T, addr string) *grpc.ClientConn {
 // openSotw opens a State of the World ADS stream, ended with the test.
 func openSotw(t *testing.T, addr string) *sotwStream {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	st, err := discoverypb.NewAggregatedDiscoveryServiceClient(dial(t, addr)).StreamAggregatedResources(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &sotwStream{send: st.Send, resp: make(chan *discoverypb.DiscoveryResponse, 100), end: cancel}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			m, err := st.Recv()
-			if err != nil {
-				return
-			}
-			s.resp <- m
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return s
+	return openRaw(t, discoverypb.NewAggregatedDiscoveryServiceClient(dial(t, addr)).StreamAggregatedResources)
 }
 
 // openDelta opens an incremental ADS stream, ended with the test.
 func openDelta(t *testing.T, addr string) *deltaStream {
 	t.Helper()
+	return openRaw(t, discoverypb.NewAggregatedDiscoveryServiceClient(dial(t, addr)).DeltaAggregatedResources)
+}
+
+// openRaw opens a stream with open and reads its responses into the
+// returned stream's channel until the test ends.
+func openRaw[Req, Resp any](t *testing.T,
+	open func(context.Context, ...grpc.CallOption) (grpc.BidiStreamingClient[Req, Resp], error)) *rawStream[*Req, *Resp] {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := discoverypb.NewAggregatedDiscoveryServiceClient(dial(t, addr)).DeltaAggregatedResources(ctx)
+	st, err := open(ctx)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	s := &deltaStream{send: st.Send, resp: make(chan *discoverypb.DeltaDiscoveryResponse, 100), end: cancel}
+	s := &rawStream[*Req, *Resp]{send: st.Send, resp: make(chan *Resp, 100), end: cancel}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

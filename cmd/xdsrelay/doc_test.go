@@ -2,9 +2,10 @@ package main
 
 import (
 	"flag"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/xdsengine/xdsengine/internal/testutil/golden"
 )
 
 var updateDoc = flag.Bool("update-doc", false, "rewrite doc.go from the help text")
@@ -15,20 +16,7 @@ var updateDoc = flag.Bool("update-doc", false, "rewrite doc.go from the help tex
 //
 //	go test ./cmd/xdsrelay -run TestDocIsHelp -update-doc
 func TestDocIsHelp(t *testing.T) {
-	want := docFromHelp()
-	if *updateDoc {
-		if err := os.WriteFile("doc.go", []byte(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	got, err := os.ReadFile("doc.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != want {
-		t.Errorf("doc.go is not the help text; run: go test ./cmd/xdsrelay -run TestDocIsHelp -update-doc\ndoc.go:\n%s\nfrom the help:\n%s", got, want)
-	}
+	golden.Check(t, "doc.go", docFromHelp(), *updateDoc, "go test ./cmd/xdsrelay -run TestDocIsHelp -update-doc")
 }
 
 func docFromHelp() string {

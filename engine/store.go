@@ -85,6 +85,7 @@ type lastGood struct {
 	digest []byte
 	maxAge time.Duration
 	writer *keep.Writer
+	marks  keep.Marks[*entry] // what the writer gathers (gatherStore)
 	// loaded is, by authority, what Load returned, decoded and valid,
 	// until a server of the authority answers: from then on, what the
 	// servers say is all there is. Nil until Load has returned.
@@ -103,7 +104,7 @@ func (e *Engine) startStore() {
 	lg := &lastGood{store: e.cfg.Store, digest: keep.Digest(e.node, e.cfg.Bootstrap),
 		maxAge: keep.MaxAge(e.cfg.StoreMaxAge, DefaultStoreMaxAge)}
 	loadDone := make(chan struct{})
-	lg.writer = keep.NewWriter(func(cs []keep.Change) error {
+	lg.writer = keep.NewWriter(func() []keep.Change { return e.gatherStore(lg) }, func(cs []keep.Change) error {
 		<-loadDone // one call at a time, and nothing replaced before it is read
 		changes := make([]StoreChange, len(cs))
 		for i, c := range cs {
@@ -118,6 +119,7 @@ func (e *Engine) startStore() {
 		e.metrics.Add(metrics.StoreFailures, 1, "", "")
 		e.log.Warn("xDS last-known-good store: write failed; the changes are kept for the next", "error", err)
 	}, storeWriteInterval, lg.maxAge/4)
+	lg.marks.Wake = lg.writer.Wake
 	e.lastGood = lg
 	lg.holding = true
 	lg.stopHold = e.clock.AfterFunc(storeLoadWait, func() {
@@ -250,15 +252,10 @@ func (e *Engine) useStoreLocked(a *authority, ambient bool) {
 }
 
 // keepLocked has the store keep en's resource, just accepted from a
-// server with ttl (0: none).
+// server with ttl (0: none): the writer reads en when it writes.
 func (e *Engine) keepLocked(en *entry, ttl time.Duration) {
 	if lg := e.lastGood; lg != nil && !en.typ.NotStored {
-		c := keep.Change{Key: keep.Key{Authority: en.auth.name, TypeURL: en.typ.TypeURL, Name: en.name},
-			Server: en.source.server.URI, Version: en.version, Raw: en.raw, Received: en.updated}
-		if ttl > 0 {
-			c.Expires = en.updated.Add(ttl)
-		}
-		lg.writer.Put(c)
+		lg.marks.Keep(en, keep.Expiry(en.updated, ttl))
 	}
 }
 
@@ -266,6 +263,20 @@ func (e *Engine) keepLocked(en *entry, ttl time.Duration) {
 // server, dropped, or no longer watched.
 func (e *Engine) forgetLocked(en *entry) {
 	if lg := e.lastGood; lg != nil && !en.typ.NotStored {
-		lg.writer.Put(keep.Change{Key: keep.Key{Authority: en.auth.name, TypeURL: en.typ.TypeURL, Name: en.name}, Delete: true})
+		lg.marks.Forget(en)
 	}
+}
+
+// gatherStore is the writer's gather: what was marked since its last
+// call, each resource to keep as it is now.
+func (e *Engine) gatherStore(lg *lastGood) []keep.Change {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return lg.marks.Gather(func(en *entry, forget bool) (keep.Change, bool) {
+		c := keep.Change{Key: keep.Key{Authority: en.auth.name, TypeURL: en.typ.TypeURL, Name: en.name}, Delete: forget}
+		if !forget && en.source != nil {
+			c.Server, c.Version, c.Raw, c.Received = en.source.server.URI, en.version, en.raw, en.updated
+		}
+		return c, forget || en.source != nil
+	})
 }

@@ -299,6 +299,37 @@ func TestStoreKeepsWhatWasAccepted(t *testing.T) {
 	}
 }
 
+// TestStoreLatestChangeWins: the store ends with each resource's last
+// state, whether its changes fall in one change set or several: a
+// resource deleted and sent again is kept, one sent again and deleted is
+// not.
+func TestStoreLatestChangeWins(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		responses [][]string
+		want      string
+	}{
+		{"deleted then back", [][]string{{"a=1", "b=1"}, {"a=1"}, {"a=1", "b=3"}}, "a b@3"},
+		{"changed then deleted", [][]string{{"a=1", "b=1"}, {"a=1", "b=2"}, {"a=1"}}, "a"},
+		{"deleted, back, deleted", [][]string{{"a=1", "b=1"}, {"a=1"}, {"a=1", "b=3"}, {"a=1"}}, "a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newMemStore()
+			f := newFixture(t, fixtureOpts{mutate: func(c *engine.Config) { c.Store = store }})
+			firstRun(t, f, required, tc.responses...)
+			got := store.names()
+			for i, n := range got {
+				if strings.HasPrefix(n, "a@") {
+					got[i] = "a" // a's version is of whichever response was written last
+				}
+			}
+			if got := strings.Join(got, " "); got != tc.want {
+				t.Fatalf("store holds %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestStoreNotServed: what the store holds is not served when it was
 // written for another node, when it is older than StoreMaxAge, when it no
 // longer validates, or once a server has answered.

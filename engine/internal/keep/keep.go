@@ -2,7 +2,7 @@
 // (engine.Config.Store): it gathers what the engine accepted, keeps only
 // the latest change per resource, and writes it from a goroutine of its
 // own, in one change set per interval at most, so that a push of 1,000
-// changed resources costs the response path a map write each and the
+// changed resources costs the response path a mark each (Marks) and the
 // store one transaction, however many pushes come meanwhile. Back from
 // the store, a resource is decoded again (Decoder) as if its server had
 // just sent it, what is lost is counted and logged, and what is left is
@@ -39,6 +39,7 @@ type Change struct {
 
 // Writer gathers changes and writes them in batches.
 type Writer struct {
+	gather   func() []Change
 	apply    func([]Change) error
 	failed   func(error)
 	interval time.Duration
@@ -67,14 +68,20 @@ type kept struct {
 	received, expires time.Time
 }
 
-// NewWriter starts a writer: apply writes a change set, failed hears of
-// a failed one (whose changes are kept for the next), and interval is
-// how long changes gather before they are written: one change set per
-// interval at most, and the changes of one response in one. A resource
-// put again with the bytes the store holds is written only once refresh
-// has passed since they were received, to keep their time recent.
-func NewWriter(apply func([]Change) error, failed func(error), interval, refresh time.Duration) *Writer {
-	w := &Writer{apply: apply, failed: failed, interval: interval, refresh: refresh,
+// NewWriter starts a writer: gather returns the changes made since its
+// last call, in the order they were made; apply writes a change set,
+// failed hears of a failed one (whose changes are kept for the next),
+// and interval is how long changes gather, from a Wake, before they are
+// written: one change set per interval at most, and the changes of one
+// response in one. A resource changed back to the bytes the store holds
+// is written only once refresh has passed since they were received, to
+// keep their time recent.
+//
+// The writer calls gather from its own goroutine, with none of its locks
+// held, so gather may take the engine's: the changes are read when they
+// are written, not copied when they are made.
+func NewWriter(gather func() []Change, apply func([]Change) error, failed func(error), interval, refresh time.Duration) *Writer {
+	w := &Writer{gather: gather, apply: apply, failed: failed, interval: interval, refresh: refresh,
 		pending: make(map[Key]Change), kept: make(map[Key]kept),
 		wake: make(chan struct{}, 1), now: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	w.flushed = sync.NewCond(&w.mu)
@@ -82,19 +89,18 @@ func NewWriter(apply func([]Change) error, failed func(error), interval, refresh
 	return w
 }
 
-// Put records a change; the latest change of a resource wins.
-func (w *Writer) Put(c Change) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return
-	}
+// Wake tells the writer that there are changes to gather: it gathers
+// and writes them within an interval.
+func (w *Writer) Wake() { w.signal() }
+
+// putLocked records a gathered change; the latest change of a resource
+// wins.
+func (w *Writer) putLocked(c Change) {
 	if k, ok := w.kept[c.Key]; ok && !c.Delete && c.Received.Sub(k.received) < w.refresh && c.Expires.Equal(k.expires) && sameBytes(k.raw, c.Raw) {
 		delete(w.pending, c.Key) // a change back to what is kept
 		return
 	}
 	w.pending[c.Key] = c
-	w.signal()
 }
 
 func (w *Writer) signal() {
@@ -127,13 +133,21 @@ func (w *Writer) run() {
 
 // writeOnce writes what is pending, and reports whether to go on.
 func (w *Writer) writeOnce() bool {
+	// What a Flush or Close wants is read before gathering: the changes
+	// made before it are in this set.
 	w.mu.Lock()
+	wanted, closed := w.wanted, w.closed
+	w.mu.Unlock()
+	gathered := w.gather()
+	w.mu.Lock()
+	for _, c := range gathered {
+		w.putLocked(c)
+	}
 	batch := make([]Change, 0, len(w.pending))
 	for _, c := range w.pending {
 		batch = append(batch, c)
 	}
 	clear(w.pending)
-	wanted, closed := w.wanted, w.closed
 	w.mu.Unlock()
 	var err error
 	if len(batch) > 0 {
@@ -166,7 +180,7 @@ func (w *Writer) writeOnce() bool {
 	return !closed
 }
 
-// Flush writes every change put before it, at once, and returns how the
+// Flush writes every change made before it, at once, and returns how the
 // change set went.
 func (w *Writer) Flush() error {
 	w.mu.Lock()
@@ -187,7 +201,8 @@ func (w *Writer) Flush() error {
 	return w.err
 }
 
-// Close writes what is pending, once, and stops the writer.
+// Close writes what is pending and what is left to gather, once, and
+// stops the writer: gather is not called after Close returns.
 func (w *Writer) Close() {
 	w.mu.Lock()
 	if !w.closed {

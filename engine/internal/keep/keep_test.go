@@ -49,24 +49,53 @@ func (s *store) names() [][]string {
 	return out
 }
 
-func put(w *Writer, name, version string) {
-	w.Put(Change{Key: Key{TypeURL: "t", Name: name}, Version: version, Raw: []byte(version)})
+// changes is a writer's gather: what was put since it last gathered.
+type changes struct {
+	mu   sync.Mutex
+	made []Change
+	w    *Writer
+}
+
+func (s *changes) gather() []Change {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	made := s.made
+	s.made = nil
+	return made
+}
+
+func (s *changes) put(c Change) {
+	s.mu.Lock()
+	s.made = append(s.made, c)
+	s.mu.Unlock()
+	s.w.Wake()
+}
+
+// newWriter starts a writer to s, and returns it and where to put changes.
+func newWriter(s *store, failed func(error), interval time.Duration) (*Writer, *changes) {
+	c := &changes{}
+	c.w = NewWriter(c.gather, s.apply, failed, interval, time.Hour)
+	return c.w, c
+}
+
+func put(c *changes, name, version string) {
+	c.put(Change{Key: Key{TypeURL: "t", Name: name}, Version: version, Raw: []byte(version)})
 }
 
 // TestLatestChangeWins: changes gathered between two change sets are
 // written once each, in their latest state; a deletion is a change too.
 func TestLatestChangeWins(t *testing.T) {
 	s := &store{}
-	w := NewWriter(s.apply, nil, time.Hour, time.Hour)
+	w, c := newWriter(s, nil, time.Hour)
 	defer w.Close()
 	if err := w.Flush(); err != nil { // the writer now waits out its interval
 		t.Fatal(err)
 	}
-	put(w, "a", "1")
-	put(w, "a", "2")
-	put(w, "b", "1")
-	w.Put(Change{Key: Key{TypeURL: "t", Name: "b"}, Delete: true})
-	put(w, "c", "1")
+	put(c, "a", "1")
+	put(c, "a", "2")
+	put(c, "b", "1")
+	c.put(Change{Key: Key{TypeURL: "t", Name: "b"}, Delete: true})
+	put(c, "c", "1")
 	w.Close()
 	got := s.names()
 	if len(got) != 1 || strings.Join(got[0], " ") != "a@2 b- c@1" {
@@ -80,13 +109,13 @@ func TestLatestChangeWins(t *testing.T) {
 func TestFailedSetIsKept(t *testing.T) {
 	s := &store{fail: true}
 	var failures []error
-	w := NewWriter(s.apply, func(err error) { failures = append(failures, err) }, time.Millisecond, time.Hour)
-	put(w, "a", "1")
-	put(w, "b", "1")
+	w, c := newWriter(s, func(err error) { failures = append(failures, err) }, time.Millisecond)
+	put(c, "a", "1")
+	put(c, "b", "1")
 	if err := w.Flush(); err == nil {
 		t.Fatal("Flush of a failing store reported no error")
 	}
-	put(w, "b", "2")
+	put(c, "b", "2")
 	s.mu.Lock()
 	s.fail = false
 	s.mu.Unlock()
@@ -106,17 +135,17 @@ func TestFailedSetIsKept(t *testing.T) {
 // in the middle of an interval; a Put after Close is dropped.
 func TestCloseWritesWhatIsPending(t *testing.T) {
 	s := &store{}
-	w := NewWriter(s.apply, nil, time.Hour, time.Hour)
+	w, c := newWriter(s, nil, time.Hour)
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	put(w, "a", "1")
+	put(c, "a", "1")
 	start := time.Now()
 	w.Close()
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("Close took %v", d)
 	}
-	put(w, "b", "1")
+	put(c, "b", "1")
 	w.Close()
 	if got := s.names(); len(got) != 1 || strings.Join(got[0], " ") != "a@1" {
 		t.Fatalf("change sets %v, want one: [a@1]", got)
@@ -128,11 +157,11 @@ func TestCloseWritesWhatIsPending(t *testing.T) {
 // change back after a deletion was written, are.
 func TestKeptBytesAreRefreshed(t *testing.T) {
 	s := &store{}
-	w := NewWriter(s.apply, nil, time.Millisecond, time.Hour)
+	w, c := newWriter(s, nil, time.Millisecond)
 	defer w.Close()
 	t0 := time.Unix(1e9, 0)
 	at := func(name, raw string, received time.Time) {
-		w.Put(Change{Key: Key{TypeURL: "t", Name: name}, Version: raw, Raw: []byte(raw), Received: received})
+		c.put(Change{Key: Key{TypeURL: "t", Name: name}, Version: raw, Raw: []byte(raw), Received: received})
 		if err := w.Flush(); err != nil {
 			t.Fatal(err)
 		}
@@ -141,9 +170,9 @@ func TestKeptBytesAreRefreshed(t *testing.T) {
 	at("a", "1", t0.Add(time.Minute))    // held, recent: not written
 	at("a", "2", t0.Add(2*time.Minute))  // changed
 	at("a", "2", t0.Add(62*time.Minute)) // an hour since: refreshed
-	w.Put(Change{Key: Key{TypeURL: "t", Name: "a"}, Delete: true})
+	c.put(Change{Key: Key{TypeURL: "t", Name: "a"}, Delete: true})
 	at("a", "2", t0.Add(63*time.Minute)) // deleted and back before a write: no change
-	w.Put(Change{Key: Key{TypeURL: "t", Name: "a"}, Delete: true})
+	c.put(Change{Key: Key{TypeURL: "t", Name: "a"}, Delete: true})
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -165,11 +194,11 @@ func TestKeptBytesAreRefreshed(t *testing.T) {
 // and the rest an interval later.
 func TestOneResponseOneChangeSet(t *testing.T) {
 	s := &store{}
-	w := NewWriter(s.apply, nil, 50*time.Millisecond, time.Hour)
+	w, c := newWriter(s, nil, 50*time.Millisecond)
 	defer w.Close()
-	put(w, "a", "1")
+	put(c, "a", "1")
 	time.Sleep(5 * time.Millisecond) // the writer has woken
-	put(w, "b", "1")
+	put(c, "b", "1")
 	deadline := time.Now().Add(5 * time.Second)
 	for len(s.names()) == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)

@@ -270,9 +270,7 @@ func (e *Engine) forgetLocked(en *entry) {
 // gatherStore is the writer's gather: what was marked since its last
 // call, each resource to keep as it is now.
 func (e *Engine) gatherStore(lg *lastGood) []keep.Change {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return lg.marks.Gather(func(en *entry, forget bool) (keep.Change, bool) {
+	return lg.marks.Gather(&e.mu, func(en *entry, forget bool) (keep.Change, bool) {
 		c := keep.Change{Key: keep.Key{Authority: en.auth.name, TypeURL: en.typ.TypeURL, Name: en.name}, Delete: forget}
 		if !forget && en.source != nil {
 			c.Server, c.Version, c.Raw, c.Received = en.source.server.URI, en.version, en.raw, en.updated

@@ -7,8 +7,8 @@
 // the store, a resource is decoded again (Decoder) as if its server had
 // just sent it, what is lost is counted and logged, and what is left is
 // served only while Servable. It knows nothing of the engine's types:
-// the engine hands it a function that writes a change set, and one that
-// resolves a name.
+// the engine hands it functions that gather and write a change set, and
+// one that resolves a name.
 package keep
 
 import (

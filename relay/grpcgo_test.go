@@ -35,6 +35,23 @@ func backend(t *testing.T, name string) string {
 	return lis.Addr().String()
 }
 
+// grpcGoClient is grpc-go's own xDS client of "xds:///service", node
+// "grpc-go" in cluster "blue", bootstrapped to the relay r; the test's
+// end closes it.
+func grpcGoClient(t *testing.T, r *relaytest.Server) *grpc.ClientConn {
+	t.Helper()
+	resolver, err := xds.NewXDSResolverWithConfigForTesting(r.Bootstrap(relaytest.BootstrapOptions{NodeID: "grpc-go", Cluster: "blue"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := grpc.NewClient("xds:///service", grpc.WithResolvers(resolver), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
 // TestGRPCClient: grpc-go's own xDS client, an outside client, resolves a
 // target through the relay (LDS, RDS, CDS, EDS) and follows an update of
 // its endpoints.
@@ -48,15 +65,7 @@ func TestGRPCClient(t *testing.T) {
 		xdstest.R("eds-1", xdstest.ClusterLoadAssignment("eds-1", xdstest.Locality{Zone: "a", Endpoints: []string{one}})),
 	)
 	r := newRelay(t, up, relaytest.Options{}, nil)
-	resolver, err := xds.NewXDSResolverWithConfigForTesting(r.Bootstrap(relaytest.BootstrapOptions{NodeID: "grpc-go", Cluster: "blue"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := grpc.NewClient("xds:///service", grpc.WithResolvers(resolver), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
+	cc := grpcGoClient(t, r)
 	hc := healthpb.NewHealthClient(cc)
 	reaches := func(name string) func() bool {
 		return func() bool {

@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/xds"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -449,15 +448,7 @@ func TestScale(t *testing.T) {
 	for _, name := range []string{edsA, edsB} {
 		watch(t, e, eds.TypeURL, name).waitFor(t, name, func(r registry.Resource, _ error) bool { return r != nil })
 	}
-	resolver, err := xds.NewXDSResolverWithConfigForTesting(r.Bootstrap(relaytest.BootstrapOptions{NodeID: "grpc-go", Cluster: "blue"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := grpc.NewClient("xds:///service", grpc.WithResolvers(resolver), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
+	cc := grpcGoClient(t, r)
 	waitUntil(t, "grpc-go's RPCs to reach backend two (eds-b)", reaches(cc, "two"))
 
 	withAll := change(2, logs)

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -24,7 +23,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/xds"
@@ -522,21 +520,6 @@ func startEngineClient(bs []byte, want int) (*updateLog, func(), error) {
 	c := &engineClient{log: newUpdateLog(), want: want}
 	cancel := e.WatchAll(cds.TypeURL, c)
 	return c.log, func() { cancel(); e.Close() }, nil
-}
-
-// serveBackend serves gRPC health on loopback, name SERVING.
-func serveBackend(name string) (addr string, stop func(), err error) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	s := grpc.NewServer()
-	hs := health.NewServer()
-	hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(s, hs)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = s.Serve(lis) }()
-	return lis.Addr().String(), func() { s.Stop(); <-done }, nil
 }
 
 // startGRPCClient is a grpc-go channel of xds:///service, polling every

@@ -17,13 +17,11 @@ import (
 	"github.com/xdsengine/xdsengine/xdstest"
 )
 
-// backend is a gRPC server on loopback whose health service reports
-// name as SERVING, so that a client can tell which backend it reached.
-func backend(t *testing.T, name string) string {
-	t.Helper()
+// serveBackend serves gRPC health on loopback, name SERVING.
+func serveBackend(name string) (addr string, stop func(), err error) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return "", nil, err
 	}
 	s := grpc.NewServer()
 	hs := health.NewServer()
@@ -31,8 +29,19 @@ func backend(t *testing.T, name string) string {
 	healthpb.RegisterHealthServer(s, hs)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.Serve(lis) }()
-	t.Cleanup(func() { s.Stop(); <-done })
-	return lis.Addr().String()
+	return lis.Addr().String(), func() { s.Stop(); <-done }, nil
+}
+
+// backend is a gRPC server on loopback whose health service reports
+// name as SERVING, so that a client can tell which backend it reached.
+func backend(t *testing.T, name string) string {
+	t.Helper()
+	addr, stop, err := serveBackend(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return addr
 }
 
 // grpcGoClient is grpc-go's own xDS client of "xds:///service", node

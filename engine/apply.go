@@ -29,6 +29,9 @@ func (c *channel) applyLocked(p wire.Part) {
 		return
 	case r.Type == nil:
 		return
+	case r.Repeat:
+		c.e.metrics.Add(metrics.Repeated, 1, c.server.URI, r.TypeURL)
+		return
 	}
 	if p.First {
 		c.beginApplyLocked()
@@ -44,7 +47,9 @@ func (c *channel) applyLocked(p wire.Part) {
 			en = last[n]
 		} else {
 			var a *authority
-			if a, en = keys.Entry(res.Key); en == nil && a != nil && res.Err == nil {
+			// A wildcard hears of an invalid resource too (A88: a NACK
+			// is per resource), unless its name could not be read.
+			if a, en = keys.Entry(res.Key); en == nil && a != nil && res.Key != "" {
 				en = c.e.wildcardEntryLocked(a, r.Type, res.Key)
 			}
 		}
@@ -143,6 +148,7 @@ func (c *channel) finishLocked(r *wire.Response) {
 	if c.reconnected {
 		c.clearConnectivityErrorsLocked(r.Gate)
 	}
+	c.storeConfirmLocked(r)
 	if c.globsTouched.Len() > 0 {
 		c.deliverGlobsLocked(r.Version, r.Received, r.Gate)
 	}
@@ -200,7 +206,9 @@ func (c *channel) applyDeletionsLocked(r *wire.Response) {
 // or r named it after all: its authority moved to this server while r
 // was applied (A71), or the entry is newer than its part.
 func (c *channel) maybeDeletedLocked(r *wire.Response, en *entry) {
-	if en.coveredBy == c.applyingMark || en.value == nil || en.state == StateDoesNotExist || r.Named(en.name) {
+	// What the store served is not deleted by absence: like an uncached
+	// resource, it waits for its does-not-exist timer.
+	if en.coveredBy == c.applyingMark || en.value == nil || en.storedOrigin() != nil || en.state == StateDoesNotExist || r.Named(en.name) {
 		return
 	}
 	c.deletedLocked(r, en)
@@ -221,6 +229,9 @@ func (c *channel) applyRemovalLocked(r *wire.Response, key string) {
 }
 
 func (c *channel) deletedLocked(r *wire.Response, en *entry) {
+	if en.storedOrigin() != nil {
+		c.e.dropStoredLocked(en) // never received from this server: it does not exist
+	}
 	err := c.e.newError(KindDeleted, codes.NotFound, en, c, errors.New("resource deleted by the xDS server"))
 	c.e.onDataErrorLocked(en, err, features.ReasonDeletion, r.Version, c, r.Gate)
 }

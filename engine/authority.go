@@ -33,6 +33,15 @@ type authority struct {
 	// wildcards are the WatchAll calls by type (old-style names only).
 	wildcards map[string][]*wildcard
 	answered  bool // a server of it has: Config.Store is not served
+	// storeWaitedOut: Config.StoreWait passed with no server answering,
+	// so the store serves (storeServesLocked); stopStoreWait stops the
+	// wait while it runs.
+	storeWaitedOut bool
+	stopStoreWait  func() bool
+	// unconfirmed are the entries the store served when a server first
+	// answered, until a response of their type leaves them unsent
+	// (storeConfirmLocked).
+	unconfirmed []*entry
 }
 
 // entriesLocked returns the authority's entries of a type, made on first use.

@@ -179,7 +179,10 @@ func (e *Engine) notifyErrorLocked(en *entry, err *Error, gate *wire.Gate) {
 // resource_timer_is_transient_error.
 func (e *Engine) onTimerLocked(en *entry, c *channel) {
 	if en.value != nil {
-		return
+		if en.storedOrigin() == nil || !en.auth.answered {
+			return
+		}
+		e.dropStoredLocked(en) // its server answers, and did not send it
 	}
 	t := c.timer
 	var err *Error

@@ -38,7 +38,9 @@ type channel struct {
 	subscribed map[string]*namelist.List // by type: the names handed to streams
 	versions   map[string]string         // type URL → last accepted version_info
 	status     *Error                    // the connectivity failure watchers were told of, until a response (A57)
-	connected  bool                      // a response came since the last connectivity failure (A78)
+	connected  bool                      // healthy since the last connectivity failure (A78; see quietLocked)
+	// answeredOnce: a response came from the server, on any stream.
+	answeredOnce bool
 	// reconnected: an incremental server answered after a connectivity
 	// failure; what it did not re-send has its error cleared once applied.
 	reconnected bool
@@ -122,6 +124,10 @@ func (c *channel) endedLocked(err error, sawResponse bool) {
 	}
 	var tooLarge *transport.ResponseTooLargeError
 	switch {
+	case errors.Is(err, wire.ErrNewStream):
+		// Not a failure: the stream ended itself to be replaced.
+		c.startStreamLocked()
+		return
 	case errors.As(err, &tooLarge):
 		c.e.metrics.Add(metrics.TooLarge, 1, c.server.URI, "")
 		c.onServerFailureLocked(c.e.newError(KindResponseTooLarge, codes.ResourceExhausted, nil, c, tooLarge))
@@ -178,7 +184,7 @@ func (c *channel) onServerFailureLocked(cause *Error) {
 // reachable, and becomes the active server of each authority that lists
 // it, releasing lower-priority ones at once (A71).
 func (c *channel) receivedLocked() {
-	c.connected = true
+	c.connected, c.answeredOnce = true, true
 	if c.status != nil {
 		c.status = nil
 		c.e.log.Info("xDS server reachable again", "server", c.server.URI)
@@ -188,21 +194,52 @@ func (c *channel) receivedLocked() {
 		}
 	}
 	for _, a := range c.authsLocked(false) {
-		if !a.answered && c.e.lastGood != nil {
-			delete(c.e.lastGood.loaded, a)
-		}
+		first := !a.answered
 		a.answered = true
-		i := slices.Index(a.channels, c)
-		if i < 0 || i == len(a.channels)-1 {
-			continue
+		if i := slices.Index(a.channels, c); i >= 0 && i < len(a.channels)-1 {
+			lower := a.channels[i+1:]
+			a.channels = a.channels[:i+1]
+			c.e.shapeGen++
+			c.e.activeGen++
+			for _, l := range lower {
+				c.e.log.Info("xDS fallback ended: primary is back", "authority", a.displayName(), "server", c.server.URI, "released", l.server.URI)
+				l.releaseLocked(a)
+			}
 		}
-		lower := a.channels[i+1:]
-		a.channels = a.channels[:i+1]
-		c.e.shapeGen++
-		c.e.activeGen++
-		for _, l := range lower {
-			c.e.log.Info("xDS fallback ended: primary is back", "authority", a.displayName(), "server", c.server.URI, "released", l.server.URI)
-			l.releaseLocked(a)
+		if first && c.e.lastGood != nil {
+			delete(c.e.lastGood.loaded, a)
+			if a.active() == c {
+				c.e.storeAnsweredLocked(a, c)
+			}
+		}
+	}
+}
+
+// quietLocked: requests of these types went unanswered for the quiet
+// window (Config.QuietWindow) on a stream that stays open. From a server
+// that has answered before, that silence says it has nothing new for
+// them: the stream counts as healthy (a connectivity failure is over, and
+// what it sent before is current), and the wildcards of those types are
+// answered. A server that never answered has said nothing yet: only a
+// response counts (so a silent server is one the store serves for).
+func (c *channel) quietLocked(typeURLs []string) {
+	if !c.answeredOnce {
+		return
+	}
+	c.connected = true
+	if c.status != nil {
+		c.status = nil
+		c.e.log.Info("xDS server reachable again: its stream is open, with nothing new to send", "server", c.server.URI)
+		for _, a := range c.authsLocked(true) {
+			c.e.notifyWildcardsLocked(a, nil)
+		}
+		c.clearConnectivityErrorsLocked(nil)
+	}
+	if a := c.e.auths.OldStyle; a.active() == c {
+		for _, typeURL := range typeURLs {
+			for _, ww := range a.wildcards[typeURL] {
+				c.e.scheduleLocked(&notice{h: &watch{w: wildcardEntry{ww, ""}}, isAmbient: true}, nil)
+			}
 		}
 	}
 }
@@ -265,8 +302,17 @@ func (c *channel) shutdownLocked() {
 	c.e.transports.Release(c.key)
 }
 
+// channelErrorFor is the error en's watchers are told while c, its
+// authority's active server, fails, or has not answered within
+// Config.StoreWait and the store serves en.
 func (e *Engine) channelErrorFor(c *channel, en *entry) *Error {
-	err := *c.status
+	var err Error
+	if c.status != nil {
+		err = *c.status
+	} else {
+		err = *e.newError(KindConnectivity, codes.Unavailable, nil, c,
+			fmt.Errorf("no response from the xDS server within %v (Config.StoreWait)", e.storeWait))
+	}
 	err.TypeURL, err.Name = en.typ.TypeURL, en.name
 	if sv := en.storedOrigin(); sv != nil {
 		err.Err = fmt.Errorf("using the resource from the last-known-good store (Config.Store), received from %s at %s: %w",

@@ -31,6 +31,49 @@
 // an uncached resource (15 s) runs from the write of its subscription
 // until the resource or an error for it arrives.
 //
+// # When a server is healthy
+//
+// A server is healthy (AuthorityStatus.Connected, the
+// grpc.xds_client.connected gauge, no ambient UNAVAILABLE) from its first
+// response after a failure; and, if it has answered before, from the
+// moment a request of its new stream that subscribes to names has gone
+// unanswered for Config.QuietWindow (1 s) with the stream open: a server
+// with nothing new to send says nothing (an incremental server whose
+// initial_resource_versions are current; go-control-plane's LinearCache
+// for a subscription that adds nothing), and one that refuses a stream
+// ends it. That silence also answers the wildcards ([Engine.WatchAll]) of
+// those types. A server that has never answered is healthy only once it
+// answers. A server that sends the same response again in answer to each
+// ACK is ACKed, not applied (xdsengine.xds_client.repeated_responses).
+//
+// # Wildcards
+//
+// Over State of the World a wildcard is written as Envoy first writes it,
+// with no names (the legacy wildcard, which every server reads; names
+// watched beside it are implied); a wildcard that joins names a stream
+// has written replaces the stream, since "*" is a name to some servers
+// (go-control-plane's SnapshotCache) and an empty list after names means
+// "none". Over incremental xDS it is "*", beside the names. A server that
+// turns the legacy wildcard off (go-control-plane's
+// DeactivateLegacyWildcard) serves wildcards over incremental xDS only.
+//
+// # The last-known-good store
+//
+// With Config.Store, what the engine accepts is written off the response
+// path and kept until its server deletes it (or says it does not exist),
+// it ages out (Config.StoreMaxAge, forgotten at the next load), or the
+// node or bootstrap changes (the store's digest): cancelling a watch, as
+// every clean shutdown does, forgets nothing. It is served to an
+// authority's watches when no server of the authority has answered: at
+// once when the server fails (a refused connection), and after
+// Config.StoreWait (3 s) when it neither fails nor answers (an address
+// that drops what it is sent, a server that accepts and says nothing).
+// Once a server answers, it wins: each resource still served from the
+// store gets the does-not-exist timer an uncached resource has, from that
+// first answer, and goes (NOT_FOUND, forgotten by the store) if the
+// server does not send it in time. Package lastgood is a file-backed
+// store.
+//
 // # Errors and the cache (gRFC A88)
 //
 // Watchers implement [ResourceWatcher]: OnResourceChanged delivers a

@@ -39,6 +39,11 @@ var Version = buildinfo.ModuleVersion()
 // DefaultSlowWatcherThreshold is Config.SlowWatcherThreshold's default.
 const DefaultSlowWatcherThreshold = 30 * time.Second
 
+// DefaultQuietWindow is Config.QuietWindow's default: a server that ends
+// the streams it refuses does so well within it, and it keeps a reconnect
+// after an outage, backoff aside, within a second or so of healthy.
+const DefaultQuietWindow = time.Second
+
 // Engine is an xDS client: it keeps one ADS stream per xDS server it
 // needs, caches what the servers send and tells watchers (gRFC A27, A57,
 // A71, A88, A95). It is safe for concurrent use.
@@ -60,6 +65,8 @@ type Engine struct {
 	// The Config's, with their defaults:
 	maxResponseBytes     int
 	slowWatcherThreshold time.Duration
+	quietWindow          time.Duration
+	storeWait            time.Duration
 	certificateProviders func(name string) bool // the bootstrap's instances; nil: unchecked
 	closed               atomic.Bool
 
@@ -140,9 +147,31 @@ type Config struct {
 	// outage starts from its last good configuration (see [Store]).
 	// Nil keeps nothing. The engine closes it.
 	Store Store
-	// StoreMaxAge is how old a kept resource may be and still be served.
-	// Zero means [DefaultStoreMaxAge]; negative, no limit.
+	// StoreMaxAge is how old a kept resource may be and still be served;
+	// the store forgets what is older when it is next loaded. Zero means
+	// [DefaultStoreMaxAge]; negative, no limit.
 	StoreMaxAge time.Duration
+	// StoreWait is how long the engine waits for a server of an
+	// authority to answer before it serves the authority's watches from
+	// Config.Store: a refused connection serves it at once, and a server
+	// whose address drops every packet, or that accepts connections but
+	// never answers, after StoreWait. A server that answers later wins,
+	// as one that returns after an outage does. Zero means
+	// [DefaultStoreWait].
+	StoreWait time.Duration
+	// QuietWindow is how long a stream's request that subscribes to names
+	// may go unanswered, the stream staying open, before the server's
+	// silence counts as an answer: it has nothing new to send. A server
+	// that has answered before is then healthy again (Connected, the
+	// grpc.xds_client.connected gauge, and the end of the ambient
+	// UNAVAILABLE errors its outage caused), and the wildcards (WatchAll)
+	// of those types are answered. Incremental servers say nothing on a
+	// new stream whose initial_resource_versions are current, and some
+	// servers say nothing to a subscription that adds nothing new. A
+	// server that has never answered is healthy only once it answers.
+	// Zero means [DefaultQuietWindow]; negative, never (only responses
+	// count).
+	QuietWindow time.Duration
 	// IgnoreCertificateProviders stops the check, which gRPC always
 	// makes, that each certificate provider instance a Cluster or
 	// Listener names is in the bootstrap's certificate_providers (gRFC
@@ -219,6 +248,8 @@ func (e *Engine) applyDefaults() {
 	e.certificateProviders = setup.CertificateProviders(cfg.Bootstrap, cfg.IgnoreCertificateProviders)
 	e.maxResponseBytes = cmp.Or(cfg.MaxResponseBytes, transport.DefaultMaxResponseBytes)
 	e.slowWatcherThreshold = max(cmp.Or(cfg.SlowWatcherThreshold, DefaultSlowWatcherThreshold), 0)
+	e.quietWindow = max(cmp.Or(cfg.QuietWindow, DefaultQuietWindow), 0)
+	e.storeWait = max(cmp.Or(cfg.StoreWait, DefaultStoreWait), 0)
 	e.backoff = cfg.Backoff
 	if e.backoff == nil {
 		e.backoff = DefaultBackoff
@@ -255,6 +286,12 @@ func (e *Engine) Close() error {
 	closeTransports := e.transports.Drain()
 	for _, c := range e.channels {
 		c.shutdownLocked()
+	}
+	for _, a := range e.allAuthoritiesLocked() {
+		if a.stopStoreWait != nil {
+			a.stopStoreWait()
+			a.stopStoreWait = nil
+		}
 	}
 	e.channels = nil
 	e.mu.Unlock()

@@ -66,6 +66,10 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 		Switches:  &sw,
 		Features:  o.features,
 		Backoff:   func(n int) time.Duration { return time.Duration(n+1) * time.Second },
+		// The scripted server's silence is the test's, and the fake clock
+		// jumps over the window whenever a test advances it for another
+		// timer: only the tests of the window (quiet_test.go) open it.
+		QuietWindow: -1,
 	}
 	cfg.Transport = transport.GRPC(grpc.WithConnectParams(grpc.ConnectParams{
 		Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.2, MaxDelay: 100 * time.Millisecond},

@@ -47,6 +47,10 @@ func (h *streamHost) Ended(err error, sawResponse bool) {
 	h.locked(func(c *channel) { c.endedLocked(err, sawResponse) })
 }
 
+func (h *streamHost) Quiet(typeURLs []string) {
+	h.locked(func(c *channel) { c.quietLocked(typeURLs) })
+}
+
 // SlowWatchers counts the resources whose watchers have not called done;
 // the stream has logged them.
 func (h *streamHost) SlowWatchers(perType map[string]int) {
@@ -71,7 +75,7 @@ func (c *channel) startStreamLocked() {
 	c.stream = newStream(wire.Config{Host: c.host, Open: c.openStream, Goroutines: &e.streamsRun, Types: e.types.Lookup,
 		ResolveName: e.auths.Key, Memo: c.memo, Switches: e.switches, Server: c.info,
 		CertificateProviders: e.certificateProviders, Node: e.node, Clock: e.clock,
-		SlowWatcherThreshold: e.slowWatcherThreshold, Log: e.log})
+		SlowWatcherThreshold: e.slowWatcherThreshold, QuietWindow: e.quietWindow, Log: e.log})
 	for _, t := range c.subscribedTypesLocked() {
 		c.stream.Changed(t)
 	}
@@ -111,7 +115,7 @@ func (c *channel) subscriptionLocked(typeURL string) wire.Subscription {
 	for _, en := range gone {
 		c.e.removeEntryLocked(en)
 	}
-	sub := wire.Subscription{Version: c.versions[typeURL]}
+	sub := wire.Subscription{Version: c.versions[typeURL], Wildcard: c.wildcardLocked(typeURL)}
 	var first bool
 	sub.Names, sub.Added, sub.Removed, first = sn.Next()
 	if first && c.info.Delta {
@@ -121,12 +125,19 @@ func (c *channel) subscriptionLocked(typeURL string) wire.Subscription {
 		sub.Timeout = c.timer.Timeout
 		keys := c.e.keysLocked(typeURL)
 		for _, name := range sub.Added {
-			if _, en := keys.Entry(name); en != nil && en.value == nil {
+			if _, en := keys.Entry(name); en != nil && en.awaited() {
 				sub.Awaited = append(sub.Awaited, name)
 			}
 		}
 	}
 	return sub
+}
+
+// awaited reports whether en waits for its server to send it: nothing is
+// cached, or only what the last-known-good store served before a server
+// of its authority answered (see storeAnsweredLocked).
+func (en *entry) awaited() bool {
+	return en.value == nil || en.storedOrigin() != nil && en.auth.answered
 }
 
 func (c *channel) collectNamesLocked(typeURL string) []string {

@@ -39,7 +39,9 @@ type AuthorityStatus struct {
 	// Active is the URI of the server its resources come from now: the
 	// first, or a fallback (A71); "" when nothing under it is watched.
 	Active string
-	// Connected: Active has sent a response since it last failed.
+	// Connected: Active is healthy: it has sent a response since it last
+	// failed, or, having answered before, its stream has stayed open with
+	// nothing new to send (see Config.QuietWindow).
 	Connected bool
 	// Err is Active's last failure while it persists (unreachable, or a
 	// response too large to read); nil when healthy.
@@ -52,7 +54,8 @@ type AuthorityStatus struct {
 	// Delta says that Active speaks incremental xDS.
 	Delta bool
 	// FromStore counts the watched resources served from the
-	// last-known-good store (Config.Store): no server has answered.
+	// last-known-good store (Config.Store): no server has answered, or
+	// one has and has yet to send them (see Store).
 	FromStore int
 }
 
@@ -142,6 +145,7 @@ const (
 	MetricStoreWrites         = metrics.StoreWrites
 	MetricStoreErrors         = metrics.StoreErrors
 	MetricStoreDropped        = metrics.StoreDropped
+	MetricRepeatedResponses   = metrics.RepeatedResponses
 
 	LabelTarget       = metrics.LabelTarget
 	LabelServer       = metrics.LabelServer

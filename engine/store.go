@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"slices"
 	"time"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine/internal/keep"
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
+	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/registry"
 )
 
@@ -16,6 +18,14 @@ import (
 // calls it off the response path and never two calls at once;
 // Engine.Close waits for a call under way, so a Load or Apply must
 // return in bounded time (lastgood's wait for its lock has a timeout).
+//
+// A resource is kept until its server deletes it or says it does not
+// exist, it ages out (StoreMaxAge; the engine forgets it at the next
+// Load), or the digest changes: a cancelled watch, as in every clean
+// shutdown, forgets nothing. The store serves an authority while no
+// server of it has answered: at once when the server fails, after
+// Config.StoreWait when it neither fails nor answers. See the package
+// doc's "The last-known-good store".
 type Store interface {
 	// Load returns what the store holds for digest: a store written for
 	// another digest (another node, another bootstrap) returns nothing,
@@ -79,6 +89,11 @@ const storeWriteInterval = 100 * time.Millisecond
 // failing server.
 const storeLoadWait = time.Second
 
+// DefaultStoreWait is Config.StoreWait's default: about the time a
+// healthy server takes to answer a new stream, well under the 20 s a
+// connection to an address that drops every packet takes to fail.
+const DefaultStoreWait = 3 * time.Second
+
 // lastGood is the engine's side of Config.Store.
 type lastGood struct {
 	store  Store
@@ -132,8 +147,9 @@ func (e *Engine) startStore() {
 	e.streamsRun.Add(1)
 	go func() {
 		defer e.streamsRun.Done()
-		loaded := e.loadStore(lg)
+		loaded, expired := e.loadStore(lg)
 		close(loadDone)
+		lg.writer.Forget(expired)
 		lg.stopHold()
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -179,17 +195,23 @@ func (e *Engine) storeHoldsLocked() bool { return e.lastGood != nil && e.lastGoo
 
 // loadStore reads and decodes the store, dropping what does not validate
 // under the registry of the day, or is from a server the authority no
-// longer lists.
-func (e *Engine) loadStore(lg *lastGood) map[*authority]map[keep.Name]*keep.Stored {
+// longer lists. What is past serving (older than StoreMaxAge, or past its
+// ttl) is not decoded: expired names it, for the store to forget.
+func (e *Engine) loadStore(lg *lastGood) (loaded map[*authority]map[keep.Name]*keep.Stored, expired []keep.Key) {
 	got, err := lg.store.Load(lg.digest)
-	rs := make([]keep.Change, len(got.Resources))
-	for i, r := range got.Resources {
-		rs[i] = keep.Change{Key: keep.Key{Authority: r.Authority, TypeURL: r.TypeURL, Name: r.Name},
-			Server: r.Server, Version: r.Version, Raw: r.Raw, Received: r.Received, Expires: r.Expires}
+	now := e.clock.Now()
+	rs := make([]keep.Change, 0, len(got.Resources))
+	for _, r := range got.Resources {
+		k := keep.Key{Authority: r.Authority, TypeURL: r.TypeURL, Name: r.Name}
+		if keep.Expired(r.Received, r.Expires, now, lg.maxAge) {
+			expired = append(expired, k)
+			continue
+		}
+		rs = append(rs, keep.Change{Key: k, Server: r.Server, Version: r.Version, Raw: r.Raw, Received: r.Received, Expires: r.Expires})
 	}
 	d := keep.Decoder[*authority]{Types: e.types, Known: e.known, Resolve: e.resolveStored, Metrics: e.metrics, Log: e.log,
 		Options: registry.DecodeOptions{Switches: e.switches, CertificateProviders: e.certificateProviders}}
-	return d.Load(rs, got.Corrupt, err)
+	return d.Load(rs, got.Corrupt, err), expired
 }
 
 // resolveStored resolves a stored resource's name for keep.Decoder.
@@ -202,10 +224,97 @@ func (e *Engine) resolveStored(typeURL, name string) (*authority, []bootstrap.Se
 }
 
 // storeServesLocked reports whether the store serves a's resources: it
-// holds some, no server of a has answered, and the active one fails.
+// holds some, no server of a has answered, and the active one fails or
+// has not answered within Config.StoreWait.
 func (e *Engine) storeServesLocked(a *authority) bool {
 	act := a.active()
-	return e.lastGood != nil && e.lastGood.loaded[a] != nil && !a.answered && act != nil && act.status != nil
+	return e.lastGood != nil && e.lastGood.loaded[a] != nil && !a.answered && act != nil && (act.status != nil || a.storeWaitedOut)
+}
+
+// startStoreWaitLocked starts the wait after which, if no server of a has
+// answered, the store serves a's resources: a server whose address drops
+// every packet, or that accepts connections and never answers, fails no
+// stream for a long while (gRPC's connection attempt lasts 20 s), or ever.
+func (e *Engine) startStoreWaitLocked(a *authority) {
+	if e.lastGood == nil || a.answered || a.storeWaitedOut || a.stopStoreWait != nil {
+		return
+	}
+	a.stopStoreWait = e.clock.AfterFunc(e.storeWait, func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		a.stopStoreWait = nil
+		if e.closed.Load() || a.answered || len(a.channels) == 0 {
+			return
+		}
+		a.storeWaitedOut = true
+		if e.storeServesLocked(a) {
+			e.log.Warn("xDS server has not answered within the store wait; serving the last-known-good store",
+				"authority", a.displayName(), "server", a.active().server.URI, "wait", e.storeWait)
+			e.useStoreLocked(a, true)
+		}
+	})
+}
+
+// storeAnsweredLocked: a server of a has answered for the first time, on
+// c. What the store served stays in use until the server sends it, or
+// until its does-not-exist timer, which starts now, runs out: then it
+// goes as an uncached resource does (A88). The ambient error that said
+// the server was unreachable goes once a response of the type leaves it
+// unsent (storeConfirmLocked).
+func (e *Engine) storeAnsweredLocked(a *authority, c *channel) {
+	if a.stopStoreWait != nil {
+		a.stopStoreWait()
+		a.stopStoreWait = nil
+	}
+	var byType map[string][]string
+	for en := range a.entries() {
+		if en.storedOrigin() == nil {
+			continue
+		}
+		a.unconfirmed = append(a.unconfirmed, en)
+		if byType == nil {
+			byType = make(map[string][]string)
+		}
+		byType[en.typ.TypeURL] = append(byType[en.typ.TypeURL], en.name)
+	}
+	if c.stream == nil {
+		return // a new stream hands them as awaited (entry.awaited)
+	}
+	for typeURL, names := range byType {
+		c.stream.Await(typeURL, names, c.timer.Timeout)
+	}
+}
+
+// storeConfirmLocked runs after each response of c: what the store still
+// serves, of the response's type, was not in it; its watchers learn that
+// the server is reachable all the same.
+func (c *channel) storeConfirmLocked(r *wire.Response) {
+	for a := range c.auths { // most often none to look at: no sort
+		if len(a.unconfirmed) == 0 || a.active() != c {
+			continue
+		}
+		a.unconfirmed = slices.DeleteFunc(a.unconfirmed, func(en *entry) bool {
+			switch {
+			case en.storedOrigin() == nil || en.removed:
+				return true
+			case en.typ.TypeURL != r.TypeURL:
+				return false
+			}
+			if en.fail.AmbientError() != nil {
+				en.fail = en.fail.WithAmbient(nil)
+				c.e.notifyAmbientLocked(en, nil, r.Gate)
+			}
+			return true
+		})
+	}
+}
+
+// dropStoredLocked takes what the store served out of en, whose server
+// now answers and says that the resource does not exist: it is forgotten,
+// and en is left as if nothing had been cached.
+func (e *Engine) dropStoredLocked(en *entry) {
+	e.forgetLocked(en)
+	en.value, en.raw, en.version, en.fail = nil, nil, "", nil
 }
 
 // serveStoredLocked gives an entry with no resource the stored one, if

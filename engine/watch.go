@@ -159,6 +159,7 @@ func (e *Engine) addChannelLocked(a *authority) *channel {
 	a.channels = append(a.channels, c)
 	e.shapeGen++
 	e.activeGen++
+	e.startStoreWaitLocked(a)
 	return c
 }
 
@@ -221,8 +222,9 @@ func (e *Engine) removeEntryLocked(en *entry) {
 	if byName[en.name] != en {
 		return
 	}
+	// The store keeps what it holds of en: a clean shutdown cancels every
+	// watch, and the next start may need it (see Store).
 	delete(byName, en.name)
-	e.forgetLocked(en)
 	en.removed = true
 	en.order.Remove(&en.mark)
 	e.shapeGen++

@@ -84,26 +84,28 @@ func wantEvents(t *testing.T, got []string, want ...string) {
 	}
 }
 
-// TestWildcardSotW: a wildcard is written as "*", beside the names
-// watched by name, and reports every resource the server sends, each by
+// TestWildcardSotW: a wildcard is written as Envoy first writes it, with
+// no names (the legacy wildcard, which every server reads), names watched
+// beside it implied; it reports every resource the server sends, each by
 // its name, with A88's meaning: a deletion the cache keeps is ambient. A
 // name watched both ways is delivered to both watchers. Cancelling the
-// wildcard unsubscribes "*", and the resources it alone held leave the
-// cache.
+// wildcard writes the names left, and the resources it alone held leave
+// the cache.
 func TestWildcardSotW(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	all := newAllRec()
 	cancelAll := f.eng.WatchAll(required, all)
-	wa, _ := f.watch(required, "a")
 	st := f.servers[0].WaitStream(t)
-	recvNames(t, st, required, "*", "a")
+	wantRequest(t, st.RecvT(t), required, "", "")
+	wa, _ := f.watch(required, "a")
+	wantRequest(t, st.RecvT(t), required, "", "") // a is implied, and has its timer
 	n := st.SendT(t, resp(required, "1", res(required, "a", "v", "1"), res(required, "b", "v", "1")))
 	wantEvents(t, all.next(t, 2), "a: changed v=1", "b: changed v=1")
 	all.answered(t)
 	if ev := wa.NextChanged(t); ev.Err != nil {
 		t.Fatalf("a's own watcher: %v", ev)
 	}
-	wantRequest(t, st.RecvT(t), required, "1", n, "*", "a")
+	wantRequest(t, st.RecvT(t), required, "1", n)
 
 	// b is gone from the next response: deleted, kept by A88, ambient.
 	n = st.SendT(t, resp(required, "2", res(required, "a", "v", "2")))
@@ -123,18 +125,34 @@ func TestWildcardSotW(t *testing.T) {
 }
 
 // TestWildcardJoinsLate: a wildcard made when resources are cached gets
-// each of them at once, and no request goes out for names already there.
+// each of them at once. On a State-of-the-World stream that has written
+// names of the type, no request can add the wildcard in a form every
+// server reads: after names, an empty list means "none", and "*" is a
+// name to some servers. The stream is replaced at once, without backoff
+// or an error, and the new one writes the legacy wildcard first.
 func TestWildcardJoinsLate(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	f.watch(thing, "a")
 	st := f.servers[0].WaitStream(t)
 	recvNames(t, st, thing, "a")
 	n := st.SendT(t, resp(thing, "1", res(thing, "a", "v", "1")))
-	st.RecvT(t)
+	wantRequest(t, st.RecvT(t), thing, "1", n, "a")
 	all := newAllRec()
 	f.eng.WatchAll(thing, all)
 	wantEvents(t, all.next(t, 1), "a: changed v=1")
-	wantRequest(t, st.RecvT(t), thing, "1", n, "*", "a")
+	select {
+	case <-st.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream that had written names stayed open")
+	}
+	st2 := f.servers[0].WaitStream(t)
+	wantRequest(t, st2.RecvT(t), thing, "", "") // asked afresh: every server answers it whole
+	st2.SendT(t, resp(thing, "1", res(thing, "a", "v", "1"), res(thing, "b", "v", "1")))
+	wantEvents(t, all.next(t, 1), "b: changed v=1")
+	all.answered(t)
+	if a := f.eng.Authorities()[0]; a.Err != nil || !a.Connected {
+		t.Fatalf("after the replacement: Connected %v, Err %v; want a healthy server", a.Connected, a.Err)
+	}
 }
 
 // TestWildcardDelta: over incremental xDS a wildcard subscribes "*",
@@ -173,7 +191,7 @@ func TestWildcardServerState(t *testing.T) {
 	f.clock.WaitForTimer(t, time.Second) // the backoff
 	f.clock.Advance(time.Second)
 	st2 := f.servers[0].WaitStream(t)
-	recvNames(t, st2, thing, "*")
+	recvNames(t, st2, thing)
 	st2.SendT(t, resp(thing, "1", res(thing, "a", "v", "1")))
 	wantEvents(t, all.next(t, 2), ": ambient cleared", "a: changed v=1")
 	all.answered(t)

@@ -93,6 +93,20 @@ func NewWriter(gather func() []Change, apply func([]Change) error, failed func(e
 // and writes them within an interval.
 func (w *Writer) Wake() { w.signal() }
 
+// Forget has the store forget resources that no entry of the engine
+// holds (those a load found past serving), with the next change set.
+func (w *Writer) Forget(keys []Key) {
+	if len(keys) == 0 {
+		return
+	}
+	w.mu.Lock()
+	for _, k := range keys {
+		w.putLocked(Change{Key: k, Delete: true})
+	}
+	w.mu.Unlock()
+	w.signal()
+}
+
 // putLocked records a gathered change; the latest change of a resource
 // wins.
 func (w *Writer) putLocked(c Change) {

@@ -28,7 +28,14 @@ type Stored struct {
 // Servable reports whether s may still be served at now: it is no older
 // than maxAge, and the ttl its server sent has not run out.
 func (s *Stored) Servable(now time.Time, maxAge time.Duration) bool {
-	return now.Sub(s.Received) <= maxAge && (s.Expires.IsZero() || !now.After(s.Expires))
+	return !Expired(s.Received, s.Expires, now, maxAge)
+}
+
+// Expired reports whether a resource received at received, with a ttl
+// running out at expires (zero: none), is past serving at now: older than
+// maxAge, or its ttl run out. The store keeps no such resource.
+func Expired(received, expires, now time.Time, maxAge time.Duration) bool {
+	return now.Sub(received) > maxAge || !expires.IsZero() && now.After(expires)
 }
 
 // MaxAge is how old a stored resource may be served, from the

@@ -32,6 +32,7 @@ const (
 	StoreWrites            = "xdsengine.xds_client.store_writes"
 	StoreErrors            = "xdsengine.xds_client.store_errors"
 	StoreDropped           = "xdsengine.xds_client.store_dropped"
+	RepeatedResponses      = "xdsengine.xds_client.repeated_responses"
 
 	LabelTarget       = "grpc.target"
 	LabelServer       = "grpc.xds.server"
@@ -55,6 +56,7 @@ const (
 	Writes
 	StoreFailures
 	Dropped
+	Repeated
 )
 
 var counters = [...]struct{ name, unit, description string }{
@@ -69,6 +71,7 @@ var counters = [...]struct{ name, unit, description string }{
 	Writes:        {StoreWrites, "{change_set}", "Change sets written to the last-known-good store."},
 	StoreFailures: {StoreErrors, "{operation}", "Loads and change sets of the last-known-good store that failed."},
 	Dropped:       {StoreDropped, "{resource}", "Resources of the last-known-good store not served: corrupt bytes, or invalid under the registry of the day."},
+	Repeated:      {RepeatedResponses, "{response}", "Responses that repeated the last one of their type in answer to its ACK, with no subscription changed: ACKed, not applied."},
 }
 
 // Gauges is the engine's state as the gauges report it: whether each
@@ -105,7 +108,7 @@ func New(mp metric.MeterProvider, target, version string, gauges func() (Gauges,
 		}
 	}
 	connected, err := meter.Int64ObservableGauge(Connected, metric.WithUnit("{bool}"),
-		metric.WithDescription("1 while the engine has an ADS stream to the server that has received a response since the last failure."))
+		metric.WithDescription("1 while the server is healthy: a response since the last failure, or an open stream of a server that answered before with nothing new to send (Config.QuietWindow)."))
 	if err != nil {
 		return nil, err
 	}

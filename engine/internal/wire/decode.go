@@ -44,6 +44,9 @@ type decoding struct {
 	// subscribed are the names the last request of the type named, when
 	// the response began.
 	subscribed []string
+	// sum is the response's hash, and changes the count of the type's
+	// subscription changes when it was read (see handle).
+	sum, changes uint64
 }
 
 // decode starts stage 1 for a response of a registered type: candidates

@@ -37,17 +37,25 @@ func (delta) read(s *stream, b []byte) (*decoding, error) {
 		return &decoding{resp: resp}, nil
 	}
 	resp.Type = typ
+	removed := m.GetRemovedResources()
+	for _, rn := range m.GetRemovedResourceNames() {
+		removed = append(slices.Clip(removed), rn.GetName())
+	}
+	sum := s.sumDelta(m, removed)
+	repeatable, _, changes := s.repeatable(resp.TypeURL)
+	if repeatable && sum == s.lastSum(resp.TypeURL) {
+		resp.Repeat = true
+		return &decoding{resp: resp, typ: typ, nonce: m.GetNonce()}, nil
+	}
 	cands := candidates(len(m.GetResources()))
 	for i, res := range m.GetResources() {
 		c := &cands[i]
 		c.wrapper, c.Raw, c.Version, c.Err = deltaResource(typ, res)
 		c.name = c.wrapper
 	}
-	removed := m.GetRemovedResources()
-	for _, rn := range m.GetRemovedResourceNames() {
-		removed = append(slices.Clip(removed), rn.GetName())
-	}
-	return s.decode(resp, m.GetNonce(), cands, m.GetResourceErrors(), removed, false), nil
+	d := s.decode(resp, m.GetNonce(), cands, m.GetResourceErrors(), removed, false)
+	d.sum, d.changes = sum, changes
+	return d, nil
 }
 
 // deltaResource takes a resource out of a delta response's Resource: its

@@ -223,7 +223,7 @@ func (tm *typeMemo) end(byIndex, named bool, subscribed []string) {
 				tm.drop(key, e)
 			}
 		}
-	case len(tm.byKey) > 2*len(subscribed)+memoSlack:
+	case len(tm.byKey) > 2*len(subscribed)+memoSlack && !slices.Contains(subscribed, wildcardName):
 		for key, e := range tm.byKey {
 			if !isSubscribed(subscribed, key) {
 				tm.drop(key, e)
@@ -233,8 +233,12 @@ func (tm *typeMemo) end(byIndex, named bool, subscribed []string) {
 }
 
 // memoSlack is how many entries beyond twice the subscribed names a memo
-// holds before it drops those of names not subscribed.
+// holds before it drops those of names not subscribed (a wildcard
+// subscribes to every name).
 const memoSlack = 1024
+
+// wildcardName is the wildcard among a subscription's names.
+const wildcardName = "*"
 
 // isSubscribed reports whether key is a subscribed name, or a member of a
 // subscribed glob collection (xRFC TP1).

@@ -25,8 +25,14 @@ func (s *stream) sendLoop() {
 		case <-s.ctx.Done():
 			return
 		}
+		s.startAwaits()
 		for typeURL, ok := s.takeDirty(); ok; typeURL, ok = s.takeDirty() {
-			msg := s.build(typeURL)
+			msg, replace := s.build(typeURL)
+			if replace {
+				s.cfg.Log.Info("xDS stream replaced: a wildcard subscription joined names written on it", "server", s.cfg.Server.URI, "type", typeURL)
+				s.end(ErrNewStream)
+				return
+			}
 			if s.stopped.Load() {
 				return
 			}
@@ -46,7 +52,9 @@ func (s *stream) sendLoop() {
 				s.cfg.Log.Debug("xDS request sent", "server", s.cfg.Server.URI, "request", requestSummary{msg})
 			}
 			s.mu.Lock()
-			s.startTimersLocked(typeURL, s.typeLocked(typeURL))
+			st := s.typeLocked(typeURL)
+			s.startTimersLocked(typeURL, st)
+			s.askedLocked(st)
 			s.mu.Unlock()
 		}
 	}
@@ -70,26 +78,30 @@ func (s *stream) takeDirty() (string, bool) {
 }
 
 // build asks the host for the type's subscription and builds the request
-// the variant makes of it, or returns nil.
-func (s *stream) build(typeURL string) proto.Message {
+// the variant makes of it, or returns nil; replace says that it cannot be
+// written on this stream (ErrNewStream).
+func (s *stream) build(typeURL string) (msg proto.Message, replace bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.typeLocked(typeURL)
 	if st.applying {
 		// Its last part marks it dirty again.
-		return nil
+		return nil, false
 	}
 	sub := s.host.Subscription(typeURL)
 	if s.stopped.Load() {
 		// Unsubscribing what nobody watches any more released the server.
-		return nil
+		return nil, false
 	}
-	msg := s.v.request(s, st, typeURL, sub)
+	msg = s.v.request(s, st, typeURL, sub)
+	if s.replace {
+		return nil, true
+	}
 	if msg != nil && !s.sentNode {
 		setNode(msg, s.cfg.Node)
 		s.sentNode = true
 	}
-	return msg
+	return msg, false
 }
 
 // trackLocked records a subscription as written: new names get a timer
@@ -100,6 +112,12 @@ func (s *stream) trackLocked(st *typeState, sub Subscription) {
 	for _, name := range sub.Removed {
 		st.unsubscribe(name)
 		st.forget = append(st.forget, name)
+	}
+	if len(sub.Added) > 0 || len(sub.Removed) > 0 {
+		// The next response answers the change, whatever it says.
+		st.changes++
+		st.clean = false
+		st.asking = st.asking || len(sub.Added) > 0
 	}
 	st.fresh = st.fresh[:0]
 	st.timeout = sub.Timeout

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,9 @@ type stream struct {
 	dirtyMu sync.Mutex
 	dirty   map[string]bool
 	wake    chan struct{}
+	// awaits are the host's Await calls the writer has yet to take
+	// (guarded by dirtyMu, for the same reason).
+	awaits []awaited
 
 	// mu guards the types' state and the timers. It is held while the
 	// host is asked for a subscription or told of a timeout, so that names
@@ -43,6 +47,13 @@ type stream struct {
 	sentNode bool
 	types    map[string]*typeState
 	holds    holds
+	// replace: a request could not be written on this stream (see
+	// ErrNewStream); the writer ends it.
+	replace bool
+	// stopQuiet stops the quiet timer (quiet.go), nil when none runs.
+	stopQuiet func() bool
+	// seed hashes responses, to tell a repeated one (quiet.go).
+	seed maphash.Seed
 
 	// Only the sending goroutine touches these:
 	raw      transport.Stream
@@ -85,6 +96,22 @@ type typeState struct {
 	// forget are names unsubscribed since the last response, which the
 	// receiving goroutine drops from the decode memo.
 	forget []string
+	// named: a request of this type on this stream has named resources,
+	// not only the wildcard (see the sotw variant).
+	named bool
+	// asking: the request being written subscribes to names; unanswered:
+	// one written since the last response of the type did (quiet.go).
+	asking, unanswered bool
+	// clean: the last response was applied without a failure, and no
+	// subscription changed since; version is its version and sum its hash
+	// (incremental); repeats counts the responses that repeated it on
+	// this stream (quiet.go).
+	clean   bool
+	version string
+	sum     uint64
+	repeats int
+	// changes counts the requests that changed the subscription.
+	changes uint64
 }
 
 // answer is how an incremental response is answered: its nonce, and the
@@ -119,7 +146,7 @@ func NewDelta(cfg Config) Stream { return start(cfg, delta{}) }
 
 func start(cfg Config, v variant) *stream {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &stream{cfg: cfg, host: cfg.Host, v: v, ctx: ctx, cancel: cancel,
+	s := &stream{cfg: cfg, host: cfg.Host, v: v, ctx: ctx, cancel: cancel, seed: maphash.MakeSeed(),
 		dirty: make(map[string]bool), wake: make(chan struct{}, 1), types: make(map[string]*typeState),
 		decodeOpts: registry.DecodeOptions{Server: cfg.Server, Switches: cfg.Switches, CertificateProviders: cfg.CertificateProviders, OwnsRaw: true}}
 	cfg.Goroutines.Add(1)
@@ -159,6 +186,10 @@ func (s *stream) end(err error) {
 func (s *stream) stopTimers() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.stopQuiet != nil {
+		s.stopQuiet()
+		s.stopQuiet = nil
+	}
 	for _, st := range s.types {
 		for _, sub := range st.subs {
 			sub.stop()
@@ -237,11 +268,16 @@ func (s *stream) handle(b []byte, gate *Gate) bool {
 		gate.arm()
 		return !s.stopped.Load()
 	}
+	if d.resp.Repeat {
+		s.applyRepeat(d, gate)
+		return !s.stopped.Load()
+	}
 	defer d.end()
 	typeURL := d.resp.TypeURL
 	s.mu.Lock()
 	st := s.typeLocked(typeURL)
 	st.applying = true
+	st.unanswered = false
 	s.mu.Unlock()
 	for first := true; ; first = false {
 		part, last := d.nextPart()
@@ -264,6 +300,9 @@ func (s *stream) handle(b []byte, gate *Gate) bool {
 	}
 	s.mu.Lock()
 	st.applying = false
+	// A later response the same as this one, with no subscription
+	// changed in between, is a repeat (quiet.go).
+	st.clean, st.version, st.sum = nack == nil && st.changes == d.changes, d.resp.Version, d.sum
 	s.v.answered(st, d.nonce, nack)
 	s.mu.Unlock()
 	s.Changed(typeURL)
@@ -313,6 +352,7 @@ func (s *stream) unreadable(b []byte, perr error, gate *Gate) {
 		sub.stop()
 	}
 	st.applying = true
+	st.unanswered, st.clean = false, false
 	s.mu.Unlock()
 	s.host.Apply(Part{Response: resp, First: true, Last: true})
 	gate.arm()

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -20,6 +21,12 @@ type Stream interface {
 	// changed: it asks Host.Subscription and writes the result when it
 	// can.
 	Changed(typeURL string)
+	// Await starts does-not-exist timers of length timeout for names
+	// this stream has written already, as if they were written now:
+	// resources that the host held from elsewhere (the last-known-good
+	// store) and that the server, now that it answers, is to confirm.
+	// It never waits for the stream's locks.
+	Await(typeURL string, names []string, timeout time.Duration)
 	// Stop ends the stream and its timers. A Host call under way may
 	// still finish; the host ignores the calls of a stream it stopped.
 	// Idempotent.
@@ -42,8 +49,13 @@ type Host interface {
 	// and still unanswered, ran out.
 	Timeout(typeURL string, names []string)
 	// Ended: the stream ended with err; sawResponse says whether it had
-	// read a response.
+	// read a response. ErrNewStream: the stream ended itself, to be
+	// replaced at once.
 	Ended(err error, sawResponse bool)
+	// Quiet: requests of these types that subscribed to names have gone
+	// unanswered for Config.QuietWindow, and the stream is still open:
+	// the server has nothing new to send for them (see Config.QuietWindow).
+	Quiet(typeURLs []string)
 	// SlowWatchers: a response's notifications have held reads for
 	// Config.SlowWatcherThreshold (the stream has logged it); perType
 	// counts, by type URL, the resources of those still waiting for done.
@@ -53,8 +65,10 @@ type Host interface {
 // Subscription is a type's subscription as the host hands it to a stream:
 // a value, which neither side modifies once handed over.
 type Subscription struct {
-	// Names are every name to subscribe to, sorted.
-	Names []string
+	// Names are every name to subscribe to, sorted; "*" among them is the
+	// wildcard (every resource of the type), which Wildcard also says.
+	Names    []string
+	Wildcard bool
 	// Added and Removed are how Names differ from the last Subscription
 	// of the type handed to this stream (Added is all of Names the first
 	// time), sorted.
@@ -97,6 +111,11 @@ type Response struct {
 	// Gate holds the stream's next read until every notification the
 	// host schedules for the response has called done.
 	Gate *Gate
+	// Repeat: the response is the last one again (the same version,
+	// resources and errors), in answer to an ACK of it that changed no
+	// subscription: some servers answer every ACK so. It holds nothing
+	// else, is not decoded, and is ACKed again.
+	Repeat bool
 	// Unreadable is why the response did not parse; then it holds nothing
 	// else. With Type set, its type and nonce could be read and it was
 	// NACKed; without, it was ignored.
@@ -208,8 +227,21 @@ type Config struct {
 	// SlowWatcherThreshold is how long a response's notifications may
 	// hold reads before Host.SlowWatchers is told; zero never.
 	SlowWatcherThreshold time.Duration
-	Log                  *slog.Logger
+	// QuietWindow is how long a request that subscribed to names may go
+	// unanswered, on a stream still open, before Host.Quiet is told: a
+	// server with nothing new to send says nothing (an incremental server
+	// whose initial_resource_versions are current, or one whose resources
+	// the stream holds already), and one that refuses a stream ends it.
+	// Zero or negative: never.
+	QuietWindow time.Duration
+	Log         *slog.Logger
 }
+
+// ErrNewStream is how a stream that ended itself to be replaced at once
+// says so (Host.Ended): a State-of-the-World stream that has written
+// names of a type cannot take a wildcard of it in a form every server
+// reads (see the sotw variant).
+var ErrNewStream = errors.New("xDS stream replaced: a wildcard subscription joined names written on it")
 
 // ApplyPart is how many resources of a response the host applies at a
 // time: some 30-100 µs of work, so that what the host does between parts

@@ -2,6 +2,8 @@ package lastgood
 
 import (
 	"bytes"
+	"encoding/binary"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,12 +37,9 @@ func TestUnreadableStoreMovedAside(t *testing.T) {
 		{"another file", func([]byte) []byte { return []byte("{\"not\": \"a store\"}\n") }},
 		{"header checksum", func(b []byte) []byte { b[30] ^= 1; return b }},
 		{"digest", func(b []byte) []byte { b[headerFixed] ^= 0x80; return b }},
-		{"format version", func(b []byte) []byte {
-			h, _, _ := parseHeader(b)
-			v := appendHeader(nil, h)
-			v[8] = 2
-			return append(v[:len(v)-4], b[len(v)-4:]...) // checksum of version 1
-		}},
+		// Version 1 could not tell a damaged change set from one cut short.
+		{"format version 1", func(b []byte) []byte { return withVersion(b, 1) }},
+		{"a later format version", func(b []byte) []byte { return withVersion(b, FormatVersion+1) }},
 		{"cut in the header", func(b []byte) []byte { return b[:20] }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,6 +85,20 @@ func TestUnreadableStoreMovedAside(t *testing.T) {
 			t.Errorf("moved aside to %q", moved)
 		}
 	})
+}
+
+// withVersion returns the store file b with its header stating format
+// version v, checked as any header is.
+func withVersion(b []byte, v uint32) []byte {
+	h, n, err := parseHeader(b)
+	if err != nil {
+		panic(err)
+	}
+	hv := appendHeader(nil, h)
+	binary.LittleEndian.PutUint32(hv[8:], v)
+	end := len(hv) - 4
+	binary.LittleEndian.PutUint32(hv[end:], crc32.Checksum(hv[:end], castagnoli))
+	return append(hv, b[n:]...)
 }
 
 // snapshotOf makes a store whose resources are all in the snapshot.
@@ -208,49 +221,76 @@ func changeSetStore(t *testing.T, path string) (snapshot, set1, set2 []engine.St
 	return snapshot, set1, set2, offs
 }
 
+// TestCorruptChangeSet: a change set cut short is left out silently, as a
+// crash leaves it; a committed one that does not check out is left out
+// with those after it, counted (one change for a change set whose begin
+// record is damaged, as how many it held is unknown), and the file moved
+// aside.
 func TestCorruptChangeSet(t *testing.T) {
 	snapshot, set1, set2, offs := changeSetStore(t, storePath(t))
 	after0 := resourcesOf(snapshot...)
 	after1 := resourcesOf(set1[0], snapshot[2], set1[2])
 	after2 := resourcesOf(set1[0], set2[1], set2[0], set1[2])
+	both := len(set1) + len(set2)
 	for _, tc := range []struct {
-		name   string
-		change func(b []byte) []byte
-		want   []engine.StoredResource
+		name    string
+		change  func(b []byte) []byte
+		want    []engine.StoredResource
+		corrupt int
 	}{
-		{"none", func(b []byte) []byte { return b }, after2},
-		{"first set's first record", func(b []byte) []byte { b[offs[0]+frameLen+3] ^= 1; return b }, after0},
-		{"first set's commit", func(b []byte) []byte { b[offs[1]-1] ^= 1; return b }, after0},
-		{"second set's size", func(b []byte) []byte { b[offs[1]] = 0xff; return b }, after1},
-		{"second set cut short", func(b []byte) []byte { return b[:len(b)-1] }, after1},
-		{"second set cut in a frame", func(b []byte) []byte { return b[:offs[1]+5] }, after1},
-		{"zeros after the second set", func(b []byte) []byte { return append(b, make([]byte, 4096)...) }, after2},
-		{"a commit with the wrong count", func(b []byte) []byte {
-			c := appendCommit(nil, 99)
+		{"none", func(b []byte) []byte { return b }, after2, 0},
+		{"first set's begin record", func(b []byte) []byte { b[offs[0]+frameLen+3] ^= 1; return b }, after0, 1},
+		{"first set's first change", func(b []byte) []byte { b[offs[0]+markLen+frameLen+3] ^= 1; return b }, after0, both},
+		{"first set's commit", func(b []byte) []byte { b[offs[1]-1] ^= 1; return b }, after0, both},
+		{"second set's size", func(b []byte) []byte { b[offs[1]] = 0xff; return b }, after1, 1},
+		{"second set's commit", func(b []byte) []byte { b[len(b)-3] ^= 0x40; return b }, after1, len(set2)},
+		{"a commit that states another number of changes", func(b []byte) []byte {
+			c := appendMark(nil, kindCommit, uint64(len(b))-uint64(offs[1]), 99)
 			return append(b[:len(b)-len(c)], c...)
-		}, after1},
+		}, after1, len(set2)},
+		{"second set cut short", func(b []byte) []byte { return b[:len(b)-1] }, after1, 0},
+		{"second set cut in its begin record", func(b []byte) []byte { return b[:offs[1]+5] }, after1, 0},
+		{"zeros after the second set", func(b []byte) []byte { return append(b, make([]byte, 4096)...) }, after2, 0},
+		// What a file system that extends the file before it writes the
+		// bytes can leave: the length of a change set whose end is zeros.
+		// The reader cannot tell it from a commit damaged, and reports it.
+		{"second set's end never written", func(b []byte) []byte {
+			clear(b[offs[1]+markLen+4:])
+			return b
+		}, after1, len(set2)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := storePath(t)
 			changeSetStore(t, path)
-			writeFile(t, path, tc.change(readFile(t, path)))
+			bad := tc.change(readFile(t, path))
+			writeFile(t, path, bad)
 			s := mustOpen(t, path, Options{})
 			defer s.Close()
 			l := mustLoad(t, s, testDigest)
 			if d := diffResources(tc.want, l.Resources); d != "" {
 				t.Errorf("Load (-want +got):\n%s", d)
 			}
-			if l.Corrupt != 0 {
-				t.Errorf("Corrupt = %d: a change set left out is not counted", l.Corrupt)
+			if l.Corrupt != tc.corrupt {
+				t.Errorf("Corrupt = %d, want %d", l.Corrupt, tc.corrupt)
 			}
-			// What was left out is cut off, and the next change set loads.
+			if moved := s.MovedAside(); (moved != "") != (tc.corrupt > 0) {
+				t.Errorf("MovedAside() = %q with %d changes lost", moved, tc.corrupt)
+			} else if moved != "" && !bytes.Equal(readFile(t, moved), bad) {
+				t.Errorf("the file moved aside is not the damaged store")
+			}
+			// What was left out is gone from the file, and the next change
+			// set loads.
 			next := clusterPut(9, 4, smallCluster)
 			mustApply(t, s, testDigest, next)
 			want := append(append([]engine.StoredResource(nil), tc.want...), next.StoredResource)
 			s.Close()
 			s = mustOpen(t, path, Options{})
-			if d := diffResources(want, mustLoad(t, s, testDigest).Resources); d != "" {
+			l = mustLoad(t, s, testDigest)
+			if d := diffResources(want, l.Resources); d != "" {
 				t.Errorf("Load after the next change set (-want +got):\n%s", d)
+			}
+			if l.Corrupt != 0 || s.MovedAside() != "" {
+				t.Errorf("after the next change set: Corrupt = %d, MovedAside() = %q", l.Corrupt, s.MovedAside())
 			}
 		})
 	}

@@ -40,6 +40,8 @@ func runChild(what string) int {
 		return childLock(path)
 	case "reader":
 		return childReader(path)
+	case "model":
+		return childModel()
 	}
 	fmt.Fprintf(os.Stderr, "unknown child %q\n", what)
 	return 2

@@ -25,12 +25,13 @@
 //
 // # The file
 //
-// One file, written two ways. A change set is appended as records closed
-// by a commit record, then synced: one write, one fsync. When appending
-// would take the file past 1.5 times the bytes of the resources it keeps,
-// the store is written anew instead, as a snapshot with an index of its
-// records: to PATH.tmp-*, synced, renamed over PATH, and the directory
-// synced. (When the resources are so small that their names, versions
+// One file, written two ways. A change set is appended as a begin
+// record, which states the change set's length and number of changes,
+// its records, and a commit record that states them again, then synced:
+// one write, one fsync. When appending would take the file past 1.5
+// times the bytes of the resources it keeps, the store is written anew
+// instead, as a snapshot with an index of its records: to PATH.tmp-*,
+// synced, renamed over PATH, and the directory synced. (When the resources are so small that their names, versions
 // and the 40 bytes or so of each record come to more than a fifth of
 // their size, as for resources of less than about 250 bytes with short
 // names, the bound is 1.25 times the size the file has once rewritten;
@@ -45,6 +46,11 @@
 // key (authority, type URL, name): a change replaces or deletes the one
 // resource, and a deleted one is gone from the file at the next rewrite.
 //
+// The format is version 2 ([FormatVersion]). Version 1, whose change sets
+// had no begin record, could not tell one cut short from one damaged
+// (see Corruption); a file of version 1 is moved aside as unreadable, and
+// the store starts empty.
+//
 // # Corruption
 //
 // The file is read through ordinary reads, checking every length against
@@ -55,10 +61,36 @@
 // Open does not fail. A record of the snapshot that does not check out
 // costs only itself, found through the index: the resource is left out,
 // counted in [engine.Loaded].Corrupt, and the file rewritten without it.
-// A change set that does not check out is taken for one cut short: it
-// and those after it are left out. So every resource Load returns is
-// byte for byte as it was written, and all of them are as the store held
-// them at one moment, less any that did not check out.
+//
+// A change set cut short by a crash is told from a committed one that
+// was damaged by where its commit record ends, which its begin record (of
+// a fixed length) states. A writer appends a change set in one write, so
+// a crash leaves a prefix of its bytes: the file reaches the end of the
+// commit record only if every byte before it was written. A change set
+// whose begin record, or whose end, is past the end of the file, or in
+// place of which the file holds only zeros (space a file system added
+// and never wrote), was never committed: it is left out without a word.
+// One that the file holds to its end was committed, and if anything in it
+// does not check out (its begin record, a record, its commit record, the
+// number of its changes, a source it names that was lost with the
+// snapshot), that is corruption: it and the change sets after it are
+// left out and counted in Corrupt (their changes, as their begin records
+// state them; one for a change set whose begin record does not check
+// out); a writer moves the file aside as above, logs a warning, and
+// writes anew what the file held before that change set, which Load
+// returns and the store goes on from. A reader ([Options].ReadOnly)
+// reports the same and moves nothing.
+//
+// So Load never returns an older state than the last change set
+// committed without saying so: it returns that state, or, with Corrupt
+// above 0, the state an earlier commit left, less any resource that did
+// not check out (TestStoreMatchesModel); every resource it returns is
+// byte for byte as it was written. Two limits follow from the rule. A
+// file system that, after a power loss, keeps the length of a change set
+// being written but not all its bytes makes it look damaged: it is
+// reported, and nothing acknowledged is lost. A file cut short by
+// anything but a crash loses its last change sets unreported, as a crash
+// would.
 //
 // # Why not bbolt
 //

@@ -3,13 +3,18 @@ package lastgood
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math"
 )
 
 // FormatVersion is the version of the file format this package writes
 // and reads. A file of another version is moved aside, not read.
-const FormatVersion = 1
+//
+// Version 2 opens each change set with a begin record that states its
+// length, so that a reader tells a change set cut short by a crash from a
+// committed one that was damaged (version 1 could not).
+const FormatVersion = 2
 
 // The file, all integers little-endian:
 //
@@ -26,7 +31,10 @@ const FormatVersion = 1
 //	             expires i64 (Unix nanoseconds, 0 for none), the
 //	             resource's bytes (the rest)
 //	'D' delete:  authority, type URL, name
-//	'C' commit:  the number of records of the change set before it
+//	'B' begin:   length u64 (the change set's bytes, from its begin
+//	             record to the end of its commit record), changes u64
+//	             (its puts and deletes)
+//	'C' commit:  the same two as its begin
 //	'I' index:   the number of records of the snapshot, and the size of
 //	             each (uvarints)
 //
@@ -34,8 +42,11 @@ const FormatVersion = 1
 // header and snapshotEnd are the snapshot written with the header:
 // sources and puts (snapshotPuts of them), then the index, at indexOff,
 // which lets a reader find each record even when another's size is
-// corrupt. After the snapshot come change sets, each closed by its
-// commit.
+// corrupt. After the snapshot come change sets: a begin record, sources,
+// puts and deletes, a commit record. Begin and commit records have a
+// fixed length (markLen), so that where a change set's commit is, and
+// whether the file holds it, follows from its begin record alone, however
+// damaged the records between them.
 const (
 	magic        = "LASTGOOD"
 	headerFixed  = 8 + 4 + 4 + 8 + 8 + 4 + 4 // up to the digest
@@ -49,6 +60,7 @@ const (
 	kindSource = 'S'
 	kindPut    = 'P'
 	kindDelete = 'D'
+	kindBegin  = 'B'
 	kindCommit = 'C'
 	kindIndex  = 'I'
 )
@@ -102,7 +114,7 @@ func parseHeader(data []byte) (header, int, error) {
 		return header{}, 0, errBadHeader
 	}
 	if v := binary.LittleEndian.Uint32(data[8:12]); v != FormatVersion {
-		return header{}, 0, errBadVersion
+		return header{}, 0, fmt.Errorf("%w %d (this package reads %d)", errBadVersion, v, FormatVersion)
 	}
 	h := header{
 		digest:       append([]byte(nil), data[headerFixed:end]...),
@@ -177,8 +189,8 @@ func appendPut(b []byte, p put) []byte {
 	return endRecord(b, start)
 }
 
-// putLen, deleteLen and commitLen are the lengths of the records
-// appendPut, appendDelete and appendCommit append.
+// putLen and deleteLen are the lengths of the records appendPut and
+// appendDelete append.
 func putLen(source uint64, name, version string, raw int) int {
 	return frameLen + 1 + uvarintLen(source) + stringLen(name) + stringLen(version) + 16 + raw
 }
@@ -186,8 +198,6 @@ func putLen(source uint64, name, version string, raw int) int {
 func deleteLen(authority, typeURL, name string) int {
 	return frameLen + 1 + stringLen(authority) + stringLen(typeURL) + stringLen(name)
 }
-
-func commitLen(records int) int { return frameLen + 1 + uvarintLen(uint64(records)) }
 
 func appendDelete(b []byte, k key) []byte {
 	b, start := beginRecord(b)
@@ -209,11 +219,30 @@ func appendIndex(b []byte, sizes []int) []byte {
 	return endRecord(b, start)
 }
 
-func appendCommit(b []byte, records int) []byte {
+// markLen is the length of a begin or a commit record.
+const markLen = frameLen + 1 + 8 + 8
+
+// appendMark appends a change set's begin or commit record (kind): the
+// change set's length in bytes and its number of changes.
+func appendMark(b []byte, kind byte, length, changes uint64) []byte {
 	b, start := beginRecord(b)
-	b = append(b, kindCommit)
-	b = binary.AppendUvarint(b, uint64(records))
+	b = append(b, kind)
+	b = binary.LittleEndian.AppendUint64(b, length)
+	b = binary.LittleEndian.AppendUint64(b, changes)
 	return endRecord(b, start)
+}
+
+// readMark reads a begin or commit record (kind) at the start of data:
+// ok is false unless one whole and checked is there.
+func readMark(data []byte, kind byte) (length, changes uint64, ok bool) {
+	if len(data) < markLen || binary.LittleEndian.Uint32(data) != markLen-frameLen {
+		return 0, 0, false
+	}
+	r, ok, checked := readRecord(data[:markLen], 0)
+	if !ok || !checked || r.payload[0] != kind {
+		return 0, 0, false
+	}
+	return binary.LittleEndian.Uint64(r.payload[1:]), binary.LittleEndian.Uint64(r.payload[9:]), true
 }
 
 func uvarintLen(v uint64) int {
@@ -350,10 +379,4 @@ func decodeIndex(payload []byte, limit int) ([]int, bool) {
 		sizes = append(sizes, int(v))
 	}
 	return sizes, d.done()
-}
-
-func decodeCommit(payload []byte) (uint64, bool) {
-	d := decoder{b: payload[1:]}
-	n := d.uvarint()
-	return n, d.done()
 }

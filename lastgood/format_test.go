@@ -1,6 +1,7 @@
 package lastgood
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -20,8 +21,18 @@ func TestRecordLengths(t *testing.T) {
 		if got, want := deleteLen(k.authority, k.typeURL, k.name), len(appendDelete(nil, k)); got != want {
 			t.Errorf("deleteLen(%d bytes) = %d, want %d", n, got, want)
 		}
-		if got, want := commitLen(n), len(appendCommit(nil, n)); got != want {
-			t.Errorf("commitLen(%d) = %d, want %d", n, got, want)
+	}
+	// Where a change set's commit record is follows from its begin
+	// record only if both have one length, whatever they hold.
+	for _, v := range []uint64{0, 1, 1 << 40, math.MaxUint64} {
+		for _, kind := range []byte{kindBegin, kindCommit} {
+			m := appendMark(nil, kind, v, v)
+			if len(m) != markLen {
+				t.Errorf("appendMark(%c, %d) has %d bytes, want markLen, %d", kind, v, len(m), markLen)
+			}
+			if l, n, ok := readMark(m, kind); !ok || l != v || n != v {
+				t.Errorf("readMark(appendMark(%c, %d)) = %d, %d, %v", kind, v, l, n, ok)
+			}
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/xdsengine/xdsengine/engine"
@@ -17,6 +18,10 @@ import (
 type fuzzStore struct {
 	file   []byte
 	states []map[key]engine.StoredResource
+	// ends[i] is where the snapshot (0) or change set i ends in file.
+	ends []int64
+	// changes counts the changes written: at most what can be lost.
+	changes int
 }
 
 func newFuzzStore(f *testing.F) fuzzStore {
@@ -47,6 +52,8 @@ func newFuzzStore(f *testing.F) fuzzStore {
 		if err != nil {
 			f.Fatal(err)
 		}
+		fs.ends = append(fs.ends, s.size)
+		fs.changes += len(set)
 		state = maps.Clone(state)
 		for _, c := range set {
 			k := key{authority: c.Authority, typeURL: c.TypeURL, name: c.Name}
@@ -83,6 +90,25 @@ func (fs fuzzStore) check(t *testing.T, l engine.Loaded) {
 		}
 	}
 	t.Fatalf("loaded resources that no state held together: %+v", l.Resources)
+}
+
+// checkNotRolledBack fails unless a Load of the file b that reported
+// nothing (no resource counted corrupt, nothing moved aside) returned the
+// state after the last change set the file holds whole: b may be cut
+// short, as by a crash, but a damaged byte must not silently take the
+// store back to an older state.
+func (fs fuzzStore) checkNotRolledBack(t *testing.T, b []byte, l engine.Loaded) {
+	t.Helper()
+	last := 0
+	for i, end := range fs.ends {
+		if end <= int64(len(b)) {
+			last = i
+		}
+	}
+	if d := diffResources(slices.Collect(maps.Values(fs.states[last])), l.Resources); d != "" {
+		t.Fatalf("nothing reported, but the file of %d bytes (states end at %v) did not load the state after change set %d (-want +got):\n%s",
+			len(b), fs.ends, last, d)
+	}
 }
 
 // corrupt applies a fuzzer's patch to the file: each three bytes are an
@@ -135,6 +161,9 @@ func FuzzCorruptStore(f *testing.F) {
 				t.Fatalf("read-only Load: %v", err)
 			}
 			fs.check(t, l)
+			if l.Corrupt == 0 {
+				fs.checkNotRolledBack(t, b, l)
+			}
 			r.Close()
 		} else if !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("read-only Open: %v", err)
@@ -149,12 +178,18 @@ func FuzzCorruptStore(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Load: %v", err)
 		}
-		if l.Corrupt < 0 || l.Corrupt > len(fs.states[0]) {
-			t.Errorf("Corrupt = %d", l.Corrupt)
+		if l.Corrupt < 0 || l.Corrupt > fs.changes {
+			t.Errorf("Corrupt = %d; %d changes were written", l.Corrupt, fs.changes)
 		}
 		fs.check(t, l)
-		if s.MovedAside() != "" && (len(l.Resources) != 0 || l.Corrupt != 0) {
-			t.Errorf("a store moved aside loaded %d resources, %d corrupt", len(l.Resources), l.Corrupt)
+		// Moved aside: unreadable, and a new store starts empty; or a
+		// change set damaged, and the store goes on from before it, which
+		// Corrupt reports.
+		if s.MovedAside() != "" && l.Corrupt == 0 && len(l.Resources) != 0 {
+			t.Errorf("a store moved aside loaded %d resources, none corrupt", len(l.Resources))
+		}
+		if s.MovedAside() == "" && l.Corrupt == 0 {
+			fs.checkNotRolledBack(t, b, l)
 		}
 		if len(patch) < 3 && cut == 0 && len(l.Resources) != len(fs.states[len(fs.states)-1]) {
 			t.Errorf("the store as written loaded %d resources, want %d", len(l.Resources), len(fs.states[len(fs.states)-1]))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -151,7 +152,7 @@ func resourcesOf(changes ...engine.StoreChange) []engine.StoredResource {
 // diffResources compares resources in any order; the times by Equal,
 // nil and empty Raw alike.
 func diffResources(want, got []engine.StoredResource) string {
-	if len(want) == 0 && len(got) == 0 {
+	if len(want) == 0 && len(got) == 0 || sameResources(want, got) {
 		return ""
 	}
 	return cmp.Diff(want, got,
@@ -165,4 +166,78 @@ func diffResources(want, got []engine.StoredResource) string {
 			}
 			return a.Name < b.Name
 		}))
+}
+
+// sameResources is diffResources's answer when the resources are the
+// same, without cmp's cost, which tests that compare thousands of states
+// would pay; false sends diffResources to cmp for the difference.
+func sameResources(want, got []engine.StoredResource) bool {
+	if len(want) != len(got) || storedResourceFields != 8 {
+		return false // a field sameResource does not compare
+	}
+	byKey := make(map[key]engine.StoredResource, len(want))
+	for _, r := range want {
+		byKey[key{authority: r.Authority, typeURL: r.TypeURL, name: r.Name}] = r
+	}
+	if len(byKey) != len(want) {
+		return false
+	}
+	for _, r := range got {
+		k := key{authority: r.Authority, typeURL: r.TypeURL, name: r.Name}
+		w, ok := byKey[k]
+		if !ok || !sameResource(w, r) {
+			return false
+		}
+		delete(byKey, k)
+	}
+	return true
+}
+
+var storedResourceFields = reflect.TypeFor[engine.StoredResource]().NumField()
+
+// sameResource compares two resources as diffResources does.
+func sameResource(a, b engine.StoredResource) bool {
+	return a.Authority == b.Authority && a.Server == b.Server && a.TypeURL == b.TypeURL && a.Name == b.Name &&
+		a.Version == b.Version && bytes.Equal(a.Raw, b.Raw) && a.Received.Equal(b.Received) && a.Expires.Equal(b.Expires)
+}
+
+// TestSameResources: the shortcut says equal only when cmp finds no
+// difference, field by field.
+func TestSameResources(t *testing.T) {
+	base := clusterPut(1, 1, smallCluster).StoredResource
+	base.Expires = base.Received.Add(time.Minute)
+	for _, tc := range []struct {
+		name   string
+		change func(r *engine.StoredResource)
+		same   bool
+	}{
+		{"the same", func(*engine.StoredResource) {}, true},
+		{"times in another location", func(r *engine.StoredResource) { r.Received = r.Received.In(time.FixedZone("x", 3600)) }, true},
+		{"authority", func(r *engine.StoredResource) { r.Authority = "a.example" }, false},
+		{"server", func(r *engine.StoredResource) { r.Server = "other:443" }, false},
+		{"type", func(r *engine.StoredResource) { r.TypeURL += "x" }, false},
+		{"version", func(r *engine.StoredResource) { r.Version += "x" }, false},
+		{"bytes", func(r *engine.StoredResource) { r.Raw = append([]byte{1}, r.Raw[1:]...) }, false},
+		{"received", func(r *engine.StoredResource) { r.Received = r.Received.Add(1) }, false},
+		{"expires", func(r *engine.StoredResource) { r.Expires = time.Time{} }, false},
+	} {
+		r := base
+		tc.change(&r)
+		want, got := []engine.StoredResource{base}, []engine.StoredResource{r}
+		if same := sameResources(want, got); same != tc.same || same != (cmp.Diff(want, got, cmp.Comparer(bytes.Equal)) == "") {
+			t.Errorf("%s: sameResources = %v, want %v, as cmp", tc.name, same, tc.same)
+		}
+	}
+	// Renamed, it is another resource.
+	r := base
+	r.Name += "x"
+	if sameResources([]engine.StoredResource{base}, []engine.StoredResource{r}) {
+		t.Error("name: sameResources = true")
+	}
+	if sameResources([]engine.StoredResource{{Raw: nil}}, []engine.StoredResource{{Raw: []byte{}}}) != true {
+		t.Error("nil and empty Raw differ")
+	}
+	if storedResourceFields != 8 {
+		t.Errorf("engine.StoredResource has %d fields; sameResource compares 8: compare the new ones", storedResourceFields)
+	}
 }

@@ -101,9 +101,12 @@ var _ engine.Store = (*Store)(nil)
 // another process holds (after Options.LockTimeout, [ErrLocked]), a file
 // system error. A store that cannot be read is moved aside to
 // PATH.corrupt-TIMESTAMP and replaced by an empty one ([Store.MovedAside]
-// names it); resources that do not check out are dropped and counted in
-// the next Load's Corrupt. Besides PATH, the directory holds PATH.lock,
-// which is never removed, and, during a rewrite, PATH.tmp-*.
+// names it); one with a committed change set that does not check out is
+// moved aside too, and replaced by what it held before that change set;
+// resources and changes so lost are counted in the next Load's Corrupt.
+// A change set a crash cut short is cut off, and neither counted nor
+// moved aside. Besides PATH, the directory holds PATH.lock, which is
+// never removed, and, during a rewrite, PATH.tmp-*.
 func Open(path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("lastgood: Open: the path is empty")
@@ -204,6 +207,11 @@ func (s *Store) openFile() error {
 	s.f = f
 	s.adopt(sc)
 	switch {
+	case sc.broken != nil:
+		if err := s.setAside(sc); err != nil {
+			return err
+		}
+		s.pendingCorrupt += sc.corrupt + sc.broken.lost
 	case sc.damaged:
 		// Rewrite now, so that what was dropped is gone from the file and
 		// the next change set does not follow a damaged snapshot. Until
@@ -249,7 +257,10 @@ func (s *Store) openReadOnly() error {
 // particular order: none when it was written for another digest. A
 // resource that does not check out is left out and counted in Corrupt,
 // as are those dropped since the last Load (at Open, or while rewriting
-// the file). Their Raw bytes are the caller's. The first Load after Open
+// the file), and the changes of a committed change set that does not
+// check out and of those after it: Load then returns the state before
+// it, and a writer moves the file aside and goes on from that state, as
+// Open does. Their Raw bytes are the caller's. The first Load after Open
 // uses what Open read, not reading the file again.
 func (s *Store) Load(digest []byte) (engine.Loaded, error) {
 	s.mu.Lock()
@@ -271,6 +282,16 @@ func (s *Store) Load(digest []byte) (engine.Loaded, error) {
 			return loaded, fmt.Errorf("%w: %s: %v", ErrCorrupt, s.path, err)
 		}
 	}
+	if sc.broken != nil && !s.readOnly {
+		// The file changed under the writer since it wrote it: it goes
+		// on from what the file holds up to the change set damaged, as
+		// the next Open would.
+		s.adopt(sc)
+		if err := s.setAside(sc); err != nil {
+			s.needRewrite = true
+			s.log.Warn("lastgood: moving the damaged store aside failed; the next change set will rewrite it", "path", s.path, "error", err.Error())
+		}
+	}
 	if !bytes.Equal(sc.header.digest, digest) {
 		return loaded, nil
 	}
@@ -278,8 +299,33 @@ func (s *Store) Load(digest []byte) (engine.Loaded, error) {
 		s.needRewrite = true
 	}
 	loaded.Corrupt += sc.corrupt
+	if sc.broken != nil {
+		loaded.Corrupt += sc.broken.lost
+	}
 	loaded.Resources = resources(sc)
 	return loaded, nil
+}
+
+// setAside keeps a store whose committed change set does not check out
+// as it was found, at PATH.corrupt-TIMESTAMP, and writes in its place
+// what the writer adopted from it: the state before that change set.
+func (s *Store) setAside(sc *scanned) error {
+	moved, err := moveAside(s.path, time.Now())
+	if err != nil {
+		return err
+	}
+	if err := s.rewrite(s.digest, true, nil); err != nil {
+		// Put it back, so that the next Open finds it and tries again;
+		// what it holds is not lost to an empty store.
+		if rerr := os.Rename(moved, s.path); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("lastgood: the damaged store stays at %s: %w", moved, rerr))
+		}
+		return err
+	}
+	s.movedAside = moved
+	s.log.Warn("lastgood: a committed change set of the store did not check out; the store was moved aside and goes on from the state before it",
+		"path", s.path, "moved_to", moved, "offset", sc.broken.off, "reason", sc.broken.why, "changes_lost", sc.broken.lost)
+	return nil
 }
 
 // read returns the file's bytes: for a writer, those that hold whole

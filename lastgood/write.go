@@ -77,7 +77,7 @@ func (s *Store) appendChanges(changes []engine.StoreChange) error {
 	slots := s.slots[:0] // of the resources changes name, nil for new ones
 	defer func() { s.keepSlots(slots) }()
 	var added map[source]uint64 // sources this change set defines
-	batch := 0
+	batch := 2 * markLen        // its begin and commit records
 	// How much the compacted file and the resources' bytes grow, near
 	// enough to decide.
 	grow, growRaw := int64(0), int64(0)
@@ -113,7 +113,6 @@ func (s *Store) appendChanges(changes []engine.StoreChange) error {
 		grow += int64(n)
 		growRaw += int64(len(c.Raw))
 	}
-	batch += commitLen(len(changes) + len(added))
 	if s.size+int64(batch) > limit(s.compacted()+grow, s.raw+growRaw) {
 		return s.rewrite(s.digest, true, changes)
 	}
@@ -125,6 +124,7 @@ func (s *Store) appendChanges(changes []engine.StoreChange) error {
 			s.locs = locs[:0]
 		}
 	}()
+	b = appendMark(b, kindBegin, 0, 0) // filled in once the length is known
 	defined := make(map[source]bool, len(added))
 	for i := range changes {
 		c := &changes[i]
@@ -145,7 +145,8 @@ func (s *Store) appendChanges(changes []engine.StoreChange) error {
 		b = appendPut(b, put{source: id, name: c.Name, version: c.Version, received: nanosFromTime(c.Received), expires: nanosFromTime(c.Expires), raw: c.Raw})
 		locs[i] = at{off: s.size + int64(start), size: len(b) - start, raw: len(c.Raw), source: id}
 	}
-	b = appendCommit(b, len(changes)+len(added))
+	b = appendMark(b, kindCommit, uint64(len(b)+markLen), uint64(len(changes)))
+	appendMark(b[:0], kindBegin, uint64(len(b)), uint64(len(changes))) // in place of the blank one
 	if cap(b) <= maxKeptBuffer {
 		s.buf = b
 	}

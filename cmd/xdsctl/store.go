@@ -25,7 +25,7 @@ engine.Config.Store and package lastgood), without a server: a line on
 the store, then one per resource with its type, name, version, age (how
 long ago the engine received it) and the server that sent it:
 
-  store PATH: format 1, digest 3f2a9c1e4b5d0a17…, 2 resources, 0 corrupt
+  store PATH: format 2, digest 3f2a9c1e4b5d0a17…, 2 resources, 0 corrupt
   TYPE      NAME        VERSION  AGE    SERVER
   Cluster   cluster-a   7        2m13s  xds.example.com:443
   Listener  listener-a  3        2m13s  xds.example.com:443

@@ -41,7 +41,7 @@ func TestStoreListing(t *testing.T) {
 		l.Resources = append(l.Resources, c.StoredResource)
 	}
 	l.Corrupt = 2
-	want := `store /x/lastgood: format 1, digest 12d5a78b819f5c64…, 4 resources, 2 corrupt
+	want := `store /x/lastgood: format 2, digest 12d5a78b819f5c64…, 4 resources, 2 corrupt
 TYPE      NAME                                                         VERSION  AGE      SERVER
 Cluster   cluster-a                                                    7        2m13s    xds.example.com:443
 Cluster   cluster-b                                                    7        2m13s    xds.example.com:443
@@ -55,8 +55,8 @@ Listener  xdstp://xds.example.com/envoy.config.listener.v3.Listener/l  3        
 		digest []byte
 		want   string
 	}{
-		{nil, "store p: format 1, digest none, 0 resources, 0 corrupt\n"},
-		{[]byte{1, 2}, "store p: format 1, digest 0102, 0 resources, 0 corrupt\n"},
+		{nil, "store p: format 2, digest none, 0 resources, 0 corrupt\n"},
+		{[]byte{1, 2}, "store p: format 2, digest 0102, 0 resources, 0 corrupt\n"},
 	} {
 		if got := storeListing("p", tc.digest, engine.Loaded{}, now); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
@@ -86,7 +86,7 @@ func TestStoreCommand(t *testing.T) {
 		t.Fatalf("exit status %d, stderr:\n%s", r.code, r.stderr)
 	}
 	lines := strings.Split(r.stdout, "\n")
-	if want := "store " + path + ": format 1, digest " + hex.EncodeToString(storeDigest[:8]) + "…, 4 resources, 0 corrupt"; lines[0] != want {
+	if want := "store " + path + ": format 2, digest " + hex.EncodeToString(storeDigest[:8]) + "…, 4 resources, 0 corrupt"; lines[0] != want {
 		t.Errorf("first line %q, want %q", lines[0], want)
 	}
 	for i, want := range []string{"TYPE ", "Cluster   cluster-a ", "Cluster   cluster-b ", "Custom    \"with space\\n\" ", "Listener  xdstp:"} {

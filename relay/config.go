@@ -24,9 +24,10 @@ type Config struct {
 	// engine gets a copy with Target set to its key and the bootstrap's
 	// node replaced by the one Aggregation.Node returns. Required: a
 	// bootstrap with a server, and a registry. The registry decides which
-	// types are relayed and how strictly they are validated: the built-in
-	// types validate as gRPC does (for gRPC clients); the pass-through
-	// types serve Envoy.
+	// types are relayed and how strictly they are validated (see the
+	// package doc, # Validation): the built-in types validate as gRPC
+	// does (for gRPC clients); the pass-through types relay what any
+	// client can read, Envoy's and gRPC's.
 	Upstream engine.Config
 	// Aggregation decides which downstream clients share a configuration
 	// and what node each key's engine presents upstream. Nil means

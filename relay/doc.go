@@ -7,7 +7,7 @@
 //
 //	r, err := relay.New(relay.Config{Upstream: engine.Config{
 //		Bootstrap: bs,                  // the upstream servers, the relay's node
-//		Registry:  builtin.Registry(), // gRPC's rules; types/passthrough for Envoy
+//		Registry:  builtin.Registry(), // gRPC's rules; or types/passthrough (see # Validation)
 //	}})
 //	...
 //	defer r.Close()
@@ -73,27 +73,38 @@
 //
 //   - Never evict on upstream failure. An unreachable server, a rejected
 //     update, a transient error: clients keep being served the last good
-//     configuration, and [Relay.Status], the metrics
-//     ([MetricUpstreamUnreachable], the engines' grpc.xds_client.connected)
-//     and xdsrelay's health service say so. A deletion is not a failure:
-//     when the upstream deletes a resource (or says it does not exist),
-//     so does the relay, and each client applies its own policy (gRPC
-//     keeps a deleted resource under A88; Envoy drops it). With
+//     configuration, and [Relay.Status], the metrics and xdsrelay say so:
+//     of an unreachable server [MetricUpstreamUnreachable], the engines'
+//     grpc.xds_client.connected and xdsrelay's health service; of a
+//     rejected update (an upstream NACK, which is no outage: the upstream
+//     answers) [KeyStatus].UpstreamNACKs and LastNACK,
+//     [MetricUpstreamNACKs] and xdsrelay's log. A deletion is not a
+//     failure: when the upstream deletes a resource (or says it does not
+//     exist), so does the relay, and each client applies its own policy
+//     (gRPC keeps a deleted resource under A88; Envoy drops it). With
 //     [Config.Store], a relay restarted during an outage serves its last
 //     good configuration.
-//   - Answer nothing that would delete what a client holds before the
-//     upstream has said it. A watch is held while its client may hold a
-//     resource the relay has not resolved (has neither a version of, nor
-//     word that it does not exist): a wildcard subscription until the
-//     upstream one is answered, which the engine tells exactly (a
-//     response of the type applied, every resource it changed delivered:
-//     a type the upstream has nothing of is answered empty then, and
-//     never while the upstream is unreachable); the resources a client
-//     says it has (on an incremental stream, initial_resource_versions);
-//     and every subscribed Listener or Cluster on a State of the World
-//     request whose version is not this relay's (the client reconnected
-//     from elsewhere). So a client reconnecting to a relay that restarted
-//     during an outage keeps its configuration.
+//   - Answer nothing the upstream has not said. A watch is held until the
+//     relay has resolved what its answer speaks for: has a version of
+//     each resource, or the upstream's word that it does not exist (the
+//     engine's does-not-exist, a deletion, or a data error that resolves
+//     it). That is, of a wildcard subscription, the upstream wildcard one
+//     answered, which the engine tells exactly (a response of the type
+//     applied, every resource it changed delivered: a type the upstream
+//     has nothing of is answered empty then, and never while the upstream
+//     is unreachable); of a State of the World subscription, every name it
+//     subscribes, for its answer lists every subscribed Listener and
+//     Cluster (one left out is deleted) and a first answer without them
+//     would tell the client nothing but that; of an incremental one, the
+//     resources the client says it has (initial_resource_versions), for
+//     an incremental answer names what it sends and removes only what is
+//     known and absent. So a client's first answer is whole, and a client
+//     reconnecting to a relay that restarted during an outage keeps its
+//     configuration. A State of the World client that adds a name waits
+//     for the upstream's verdict on it before its next answer: the
+//     upstream's response, or the engine's does-not-exist timer. Finding
+//     what a watch waits for looks only at the names the upstream has yet
+//     to answer: it adds nothing per resource to an ACK.
 //   - A downstream NACK is not forwarded upstream (one bad client must not
 //     starve the others), and the rejected version is not sent to that
 //     client again: it gets the next change. Each NACK is logged and
@@ -103,13 +114,32 @@
 //     the client asks again, so the latest version wins and the versions
 //     in between are never queued.
 //
+// # Validation
+//
+// The registry of Config.Upstream decides what the relay accepts, and so
+// what it NACKs upstream and what its clients never see. The built-in
+// types (types/builtin) apply gRPC's rules: for a relay of gRPC clients
+// only, which then NACKs upstream what they would each NACK. The
+// pass-through types (types/passthrough) relay every Envoy type as the
+// upstream sent it; by default they check only that a resource parses
+// (passthrough.Structural), and leave the rest to each client's own
+// rules, gRPC's or Envoy's, for a relay of either kind. With
+// passthrough.PGV they apply Envoy's proto constraints too, for a relay
+// serving Envoys alone: gRPC's resources break those constraints (istiod's
+// Listener for proxyless gRPC has no stat_prefix, which they require), so
+// that the relay's gRPC clients would never get their configuration.
+//
 // # Status
 //
 // [Relay.Status] reports each key: its upstream node, whether its servers
-// answer, its watches (open and held) and subscriptions. A Relay is a
-// csds.Source ([Relay.ClientConfigs]): CSDS shows every key's engine,
-// client_scope being the key. The metrics go to Config.MeterProvider,
-// beside the engines' gRFC A78 ones labelled with the key as grpc.target.
+// answer, the upstream resources its engine rejected (NACKed, with the
+// last one's error), its watches (open and held) and subscriptions. A
+// Relay is a csds.Source ([Relay.ClientConfigs]): CSDS shows every key's
+// engine, client_scope being the key. The metrics go to
+// Config.MeterProvider, beside the engines' gRFC A78 ones labelled with
+// the key as grpc.target. The engine tells the relay of every NACKed
+// resource it subscribes to, by name or through a wildcard, one it never
+// had included.
 //
 // # Limits
 //

@@ -49,19 +49,22 @@ const (
 // open takes the watch's references and starts it, or holds it until the
 // upstream has said enough.
 //
-// A watch is held while the client may hold a resource the relay has not
-// resolved (has neither a version of, nor word that it does not exist):
-// answering then would tell the client that the resource was deleted (a
-// State of the World response for LDS or CDS lists them all; an
-// incremental one removes what is known and absent). That is the case
-//   - of a wildcard subscription, until the upstream wildcard one is
+// A watch is held while answering it could say something the upstream has
+// not: that a resource is gone, or nothing at all. The relay knows the
+// state of a name upstream once it is resolved (the relay has a version
+// of it, or word that it does not exist). Held are
+//   - a wildcard subscription, until the upstream wildcard one is
 //     answered (an Envoy that would otherwise complete its start with no
 //     clusters);
-//   - of the resources a client says it has: on an incremental stream its
-//     initial_resource_versions, on either what this stream was sent;
-//   - of every subscribed LDS or CDS resource, on a State of the World
-//     request whose version_info is not of this relay: a client that was
-//     served by another relay, or this one before it restarted.
+//   - a State of the World subscription, until every name it subscribes
+//     is resolved: its response lists every subscribed LDS or CDS
+//     resource, so one left out is deleted, and a first response without
+//     the resources says nothing but costs the client a round trip;
+//   - an incremental subscription, until the resources its client says
+//     it has (initial_resource_versions, and what this stream was sent)
+//     are resolved: its response removes what is known and absent, and
+//     names what it sends, so an unresolved name it does not hold is
+//     simply not sent yet.
 //
 // A client whose upstream is unreachable is thus left with the
 // configuration it has, rather than told that it is gone.
@@ -73,10 +76,46 @@ func (tc *typeCache) open(w *downWatch) {
 	tc.watches++
 	tc.acquireLocked(w.subscribed, w.wildcard)
 	w.waitWildcard = w.wildcard && !tc.unknown
-	// Only the unsettled names can keep a watch waiting: a subscribed
-	// name is subscribed upstream, and a name a wildcard watch alone
-	// covers waits for the wildcard subscription's answer (waitWildcard).
-	// Looking no further keeps an ACK's cost off the number of resources.
+	if w.sotw != nil {
+		tc.waitSubscribedLocked(w)
+	} else {
+		tc.waitReturnedLocked(w)
+	}
+	if tc.waitingLocked(w) {
+		tc.held[w] = struct{}{}
+		return
+	}
+	w.start()
+}
+
+// waitSubscribedLocked makes a State of the World watch wait for every
+// name it subscribes that is not resolved. Such a name is unsettled (it is
+// subscribed upstream, and the upstream has not answered it), so the walk
+// is of the shorter of the subscription and the unsettled names: an ACK
+// costs no more than the names the upstream has yet to answer, few but
+// while it is down, whatever the number of resources.
+func (tc *typeCache) waitSubscribedLocked(w *downWatch) {
+	if len(w.subscribed) < len(tc.unsettled) {
+		for name := range w.subscribed {
+			if _, ok := tc.unsettled[name]; ok && !tc.resolvedLocked(name) {
+				w.wait = append(w.wait, name)
+			}
+		}
+		return
+	}
+	for name := range tc.unsettled {
+		if _, ok := w.subscribed[name]; ok && !tc.resolvedLocked(name) {
+			w.wait = append(w.wait, name)
+		}
+	}
+}
+
+// waitReturnedLocked makes an incremental watch wait for the names its
+// client holds that are not resolved. Only unsettled names can be: a
+// subscribed name is subscribed upstream, and a name a wildcard watch
+// alone covers is resolved by the wildcard subscription's answer, which
+// the watch waits for anyway (waitWildcard).
+func (tc *typeCache) waitReturnedLocked(w *downWatch) {
 	returned := w.sub.ReturnedResources()
 	for name := range tc.unsettled {
 		if version, ok := returned[name]; !ok || version == "" {
@@ -86,18 +125,6 @@ func (tc *typeCache) open(w *downWatch) {
 			w.wait = append(w.wait, name)
 		}
 	}
-	if w.sotw != nil && tc.fullState && len(w.sub.ReturnedResources()) == 0 && tc.g.r.foreignVersion(w.sotw.GetVersionInfo()) {
-		for name := range w.subscribed {
-			if !tc.resolvedLocked(name) {
-				w.wait = append(w.wait, name)
-			}
-		}
-	}
-	if tc.waitingLocked(w) {
-		tc.held[w] = struct{}{}
-		return
-	}
-	w.start()
 }
 
 // start hands the watch to the serving cache, which answers it now or at

@@ -3,9 +3,11 @@ package relay
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/registry"
 )
 
 // group is one aggregation key: its engine, and its caches by type.
@@ -32,6 +34,18 @@ type group struct {
 	reapAt   time.Time
 	stopReap func() bool
 	closing  bool
+
+	// What the upstream watchers were told of NACKs (see noteUpstream).
+	nackMu     sync.Mutex
+	nacks      int
+	lastNACK   error
+	lastNACKAt time.Time
+	// nacked is the NACK last counted of each resource, so that a NACK
+	// told again (to a name's and the wildcard's watchers, or to a new
+	// watcher) counts once; nackedLen is its length, read without the
+	// lock by every new version.
+	nacked    map[registry.Ref]*engine.Error
+	nackedLen atomic.Int64
 }
 
 func (r *Relay) newGroup(key string) (*group, error) {
@@ -45,6 +59,7 @@ func (r *Relay) newGroup(key string) (*group, error) {
 		kick:         make(chan struct{}, 1),
 		stop:         make(chan struct{}),
 		flushed:      make(chan struct{}),
+		nacked:       map[registry.Ref]*engine.Error{},
 	}
 	if r.cfg.Store != nil {
 		st, err := r.cfg.Store(key)

@@ -18,6 +18,10 @@ const (
 	// MetricDownstreamNACKs counts the responses downstream clients
 	// rejected, by key and type. None is forwarded upstream.
 	MetricDownstreamNACKs = "xdsengine.relay.downstream_nacks"
+	// MetricUpstreamNACKs counts the resources of upstream responses the
+	// keys' engines rejected (NACKed), by key and type: their clients keep
+	// the last good version. See KeyStatus.UpstreamNACKs.
+	MetricUpstreamNACKs = "xdsengine.relay.upstream_nacks"
 	// MetricUnservable counts the upstream resources the Encoder could
 	// not serve.
 	MetricUnservable = "xdsengine.relay.unservable_resources"
@@ -27,7 +31,7 @@ const (
 	// failing: their clients are served the last good configuration.
 	MetricUpstreamUnreachable = "xdsengine.relay.upstream_unreachable"
 	// MetricWatches is the number of downstream watches, by state: "held"
-	// ones wait for the upstream to resolve what their client holds
+	// ones wait for the upstream to resolve what their answer speaks for
 	// (see the package doc), "open" ones do not.
 	MetricWatches = "xdsengine.relay.downstream_watches"
 	// MetricSubscriptions is the number of upstream subscriptions (a
@@ -42,9 +46,9 @@ const (
 )
 
 type metrics struct {
-	nacks, unservables metric.Int64Counter
-	registration       metric.Registration
-	once               sync.Once
+	nacks, upstreamNACKs, unservables metric.Int64Counter
+	registration                      metric.Registration
+	once                              sync.Once
 }
 
 func newMetrics(mp metric.MeterProvider, r *Relay) (*metrics, error) {
@@ -56,6 +60,10 @@ func newMetrics(mp metric.MeterProvider, r *Relay) (*metrics, error) {
 	var err error
 	if m.nacks, err = meter.Int64Counter(MetricDownstreamNACKs, metric.WithUnit("{response}"),
 		metric.WithDescription("Responses a downstream client rejected; none is forwarded upstream, nor sent again to the client.")); err != nil {
+		return nil, err
+	}
+	if m.upstreamNACKs, err = meter.Int64Counter(MetricUpstreamNACKs, metric.WithUnit("{resource}"),
+		metric.WithDescription("Resources of upstream responses the relay rejected (NACKed); their clients keep the last good version.")); err != nil {
 		return nil, err
 	}
 	if m.unservables, err = meter.Int64Counter(MetricUnservable, metric.WithUnit("{resource}"),
@@ -72,7 +80,7 @@ func newMetrics(mp metric.MeterProvider, r *Relay) (*metrics, error) {
 	}
 	keys := gauge(MetricKeys, "{key}", "Aggregation keys with an upstream engine.")
 	unreachable := gauge(MetricUpstreamUnreachable, "{key}", "Aggregation keys whose upstream fails; their clients keep the last good configuration.")
-	watches := gauge(MetricWatches, "{watch}", "Downstream watches, open or held until the upstream resolves what their client holds.")
+	watches := gauge(MetricWatches, "{watch}", "Downstream watches, open or held until the upstream resolves what their answer speaks for.")
 	subs := gauge(MetricSubscriptions, "{subscription}", "Upstream subscriptions, lingering ones included; a wildcard counts one.")
 	resources := gauge(MetricResources, "{resource}", "Resources served downstream, all keys and types.")
 	if err != nil {
@@ -110,6 +118,10 @@ func attrs(key, typeURL string) metric.AddOption {
 
 func (m *metrics) nack(key, typeURL string) {
 	m.nacks.Add(context.Background(), 1, attrs(key, typeURL))
+}
+
+func (m *metrics) upstreamNACK(key, typeURL string) {
+	m.upstreamNACKs.Add(context.Background(), 1, attrs(key, typeURL))
 }
 
 func (m *metrics) unservable(key, typeURL string) {

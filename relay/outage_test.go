@@ -150,9 +150,9 @@ func TestRelayRestart(t *testing.T) {
 }
 
 // TestHeldUntilResolved: on the wire, a State of the World client that
-// comes with another relay's version gets nothing for Listeners and
-// Clusters until the relay knows each of them, and then all of them
-// together; one with no version is answered at once.
+// comes with another relay's version, as one that comes with none, gets
+// nothing for Listeners until the relay knows each of them, and then all
+// of them together, once.
 func TestHeldUntilResolved(t *testing.T) {
 	up := newUpstream(t, "upstream")
 	r := newRelay(t, up, relaytest.Options{}, nil)
@@ -163,18 +163,19 @@ func TestHeldUntilResolved(t *testing.T) {
 		ResourceNames: names, VersionInfo: "another-relay-7"})
 	fresh := openSotw(t, r.Addr())
 	fresh.request(t, &discoverypb.DiscoveryRequest{Node: node("new", "blue"), TypeUrl: lds.TypeURL, ResourceNames: names})
-	if got := fresh.next(t); len(got.GetResources()) != 0 {
-		t.Fatalf("a fresh client's first answer has %d resources, want none yet", len(got.GetResources()))
-	}
-	reconnecting.none(t, quiet) // the upstream has said nothing
+	// The upstream has said nothing.
+	reconnecting.none(t, quiet)
+	fresh.none(t, quiet)
 
 	up.Update(lds.TypeURL, xdstest.R("listener-1", xdstest.Listener("listener-1", "route-1")),
 		xdstest.R("listener-2", xdstest.Listener("listener-2", "route-1")))
-	got := reconnecting.next(t)
-	if n := len(got.GetResources()); n != 2 {
-		t.Fatalf("the held client's answer has %d listeners, want both", n)
+	for _, s := range []*sotwStream{reconnecting, fresh} {
+		if n := len(s.next(t).GetResources()); n != 2 {
+			t.Fatalf("a held client's answer has %d listeners, want both", n)
+		}
 	}
 	reconnecting.none(t, quiet)
+	fresh.none(t, quiet)
 }
 
 // TestRestartDuringOutageWithStore: a relay that keeps each key's last

@@ -3,6 +3,7 @@ package relay
 import (
 	"slices"
 	"strings"
+	"time"
 
 	statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 )
@@ -19,13 +20,25 @@ type KeyStatus struct {
 	// The key's clients are served the last good configuration meanwhile.
 	Err error
 	// Watches counts the downstream watches of the key; Held those of
-	// them waiting for the upstream to resolve what their client holds.
+	// them waiting for the upstream to resolve what their answer speaks
+	// for (see the package doc, # Rules).
 	Watches, Held int
 	// Subscriptions counts the upstream subscriptions (a wildcard counts
 	// one), lingering ones included.
 	Subscriptions int
 	// Resources counts the resources served, all types together.
 	Resources int
+	// UpstreamNACKs counts the resources of upstream responses that the
+	// key's engine rejected (NACKed: its registry's validation failed),
+	// each rejection once; LastNACK is the last of them, an error of the
+	// engine (engine.KindNACK, status code INVALID_ARGUMENT) that names
+	// the resource and says why, and LastNACKAt when the relay heard of
+	// it (Config.Clock). A rejection is no outage: the upstream answers
+	// (Connected, no Err), and the key's clients keep the last good
+	// version of the resource, or go without one they never had.
+	UpstreamNACKs int
+	LastNACK      error
+	LastNACKAt    time.Time
 }
 
 // Status returns the state of every aggregation key with an engine,
@@ -58,6 +71,9 @@ func (r *Relay) Status() []KeyStatus {
 			s.Resources += len(tc.served)
 			tc.mu.Unlock()
 		}
+		g.nackMu.Lock()
+		s.UpstreamNACKs, s.LastNACK, s.LastNACKAt = g.nacks, g.lastNACK, g.lastNACKAt
+		g.nackMu.Unlock()
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b KeyStatus) int { return strings.Compare(a.Key, b.Key) })

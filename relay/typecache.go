@@ -176,11 +176,12 @@ func (tc *typeCache) reap(now time.Time) (next time.Time) {
 			}
 		}
 	}
-	var deletes []string
+	var deletes, forgotten []string
 	for _, name := range ended {
 		if tc.coveredLocked(name) {
 			continue
 		}
+		forgotten = append(forgotten, name)
 		delete(tc.absent, name)
 		if _, ok := tc.served[name]; ok {
 			delete(tc.served, name)
@@ -193,6 +194,7 @@ func (tc *typeCache) reap(now time.Time) (next time.Time) {
 		// reaches nobody, it only frees the memory.
 		tc.serving.update(nil, deletes)
 	}
+	tc.g.forgetNACKs(tc.typeURL, forgotten...)
 	return next
 }
 

@@ -25,6 +25,7 @@ type nameWatcher struct {
 }
 
 func (w *nameWatcher) OnResourceChanged(r registry.Resource, err error, done func()) {
+	w.tc.g.noteUpstream(w.tc, w.name, err)
 	switch {
 	case err == nil:
 		w.tc.g.post(w.tc, w.name, event{res: r}, done)
@@ -39,6 +40,7 @@ func (w *nameWatcher) OnResourceChanged(r registry.Resource, err error, done fun
 }
 
 func (w *nameWatcher) OnAmbientError(err error, done func()) {
+	w.tc.g.noteUpstream(w.tc, w.name, err)
 	if deletedUpstream(err) {
 		w.tc.g.post(w.tc, w.name, event{gone: true}, done)
 		return
@@ -86,6 +88,54 @@ func deletedUpstream(err error) bool {
 		return e.Code == codes.NotFound || e.Code == codes.PermissionDenied
 	}
 	return false
+}
+
+// noteUpstream keeps the count of upstream NACKs (KeyStatus.UpstreamNACKs)
+// from what a watcher was told of name: err, or nil for a new version. A
+// NACK is counted once however many watchers are told of it; a new
+// version, or the upstream's word that the resource is gone, ends it, so
+// that the next NACK of the resource counts again. The rest (transient
+// failures) leaves the count as it is.
+func (g *group) noteUpstream(tc *typeCache, name string, err error) {
+	if err == nil || engine.KindOf(err) != engine.KindNACK {
+		if err == nil || deletedUpstream(err) || upstreamSaysAbsent(err) {
+			g.forgetNACKs(tc.typeURL, name)
+		}
+		return
+	}
+	var e *engine.Error
+	errors.As(err, &e)
+	ref := registry.Ref{TypeURL: tc.typeURL, Name: name}
+	g.nackMu.Lock()
+	if g.nacked[ref] == e {
+		g.nackMu.Unlock()
+		return
+	}
+	if _, ok := g.nacked[ref]; !ok {
+		g.nackedLen.Add(1)
+	}
+	g.nacked[ref] = e
+	g.nacks++
+	g.lastNACK, g.lastNACKAt = e, g.r.cfg.Clock.Now()
+	g.nackMu.Unlock()
+	g.r.metrics.upstreamNACK(g.key, tc.typeURL)
+}
+
+// forgetNACKs forgets the NACKs of names: the upstream said more of them
+// since, or their subscriptions ended.
+func (g *group) forgetNACKs(typeURL string, names ...string) {
+	if g.nackedLen.Load() == 0 {
+		return // the common case, every new version: no lock
+	}
+	g.nackMu.Lock()
+	defer g.nackMu.Unlock()
+	for _, name := range names {
+		ref := registry.Ref{TypeURL: typeURL, Name: name}
+		if _, ok := g.nacked[ref]; ok {
+			delete(g.nacked, ref)
+			g.nackedLen.Add(-1)
+		}
+	}
 }
 
 // post queues an upstream event for the flusher. The engine's done is

@@ -79,6 +79,9 @@ type wildWatcher struct {
 }
 
 func (w *wildWatcher) OnResourceChanged(name string, r registry.Resource, err error, done func()) {
+	if name != "" {
+		w.tc.g.noteUpstream(w.tc, name, err)
+	}
 	switch {
 	case name == "":
 		done() // the type cannot be watched; the registry has it, so never
@@ -92,6 +95,9 @@ func (w *wildWatcher) OnResourceChanged(name string, r registry.Resource, err er
 }
 
 func (w *wildWatcher) OnAmbientError(name string, err error, done func()) {
+	if name != "" {
+		w.tc.g.noteUpstream(w.tc, name, err)
+	}
 	switch {
 	case name == "" && err == nil:
 		w.mu.Lock()

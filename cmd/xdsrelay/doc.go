@@ -21,11 +21,14 @@
 //	  --tls-key FILE     ...and this private key (PEM)
 //	  --client-ca FILE   require client certificates signed by these CAs (PEM):
 //	                     mutual TLS; needs --tls-cert and --tls-key
-//	  --registry NAME    the resource types relayed, and how strictly they are
-//	                     validated: builtin (the default: gRPC's rules, for gRPC
-//	                     clients; what they would reject is NACKed upstream) or
-//	                     passthrough (every Envoy type, checked against its proto's
-//	                     constraints and served as the upstream sent it, for Envoy)
+//	  --registry NAME    the resource types relayed, and what is NACKed upstream:
+//	                     builtin (the default: gRPC's rules, for gRPC clients),
+//	                     passthrough (every Envoy type, served as sent, checked only
+//	                     that it parses: each client applies its own rules; for
+//	                     Envoy and gRPC clients alike) or passthrough-pgv (Envoy's
+//	                     proto constraints too: for Envoy clients only, as gRPC's
+//	                     resources break them, e.g. istiod's api_listener without a
+//	                     stat_prefix)
 //	  --key KEY          which clients share a configuration: cluster (the node's
 //	                     cluster, the default), id (the node ID) or metadata:NAME
 //	                     (a string field of the node's metadata)
@@ -38,19 +41,30 @@
 //	  --log-level LEVEL  debug, info, warn or error (default info)
 //	  --demo             serve a demo configuration from an embedded go-control-plane
 //	                     server (package xdstest) instead of the bootstrap's servers
-//	  --demo-interval DUR  how often the demo's endpoints change (default 5s)
+//	  --demo-interval DUR  how often the demo's endpoints change (default 5s;
+//	                     positive, with --demo)
 //	  --version          print the version and exit
 //
 //	Upstream node: the engine of each key presents the bootstrap's node with the
 //	key in the field it comes from (the cluster, the ID or the metadata field).
 //
-//	Health (grpc.health.v1.Health):
+//	Health (grpc.health.v1.Health, on the --listen port, which xdsrelay binds
+//	before it starts anything else):
 //	  ""          SERVING from the start until shutdown begins, whatever the
 //	              upstream does: the relay serves its last good configuration
-//	              through upstream outages. Use it for readiness.
-//	  "upstream"  SERVING while a key's upstream has answered and no key's upstream
-//	              fails; NOT_SERVING before the first client (nothing subscribed
-//	              upstream yet) and while an upstream is unreachable.
+//	              through upstream outages, and holds a new client's answer until
+//	              the upstream has one. Probe it for liveness (the process serves)
+//	              and readiness (it takes clients).
+//	  "upstream"  whether the upstream answers, for alerting, never for readiness:
+//	              SERVING while some key's upstream has answered and none fails;
+//	              NOT_SERVING while a key's upstream is unreachable or has not
+//	              answered yet; UNKNOWN while no client is subscribed (none yet, or
+//	              none for --linger), since nothing is asked of the upstream until
+//	              one is: as a readiness probe it would keep the first client away
+//	              for ever. The log says why at each change. A response the relay
+//	              rejects (NACK) leaves it SERVING, for the upstream answers and
+//	              clients keep the last good version: the log names what was
+//	              rejected, and CSDS shows it.
 //
 //	CSDS (envoy.service.status.v3.ClientStatusDiscoveryService, with server
 //	reflection) shows the engine of each key, client_scope being the key.

@@ -51,11 +51,14 @@ Flags:
   --tls-key FILE     ...and this private key (PEM)
   --client-ca FILE   require client certificates signed by these CAs (PEM):
                      mutual TLS; needs --tls-cert and --tls-key
-  --registry NAME    the resource types relayed, and how strictly they are
-                     validated: builtin (the default: gRPC's rules, for gRPC
-                     clients; what they would reject is NACKed upstream) or
-                     passthrough (every Envoy type, checked against its proto's
-                     constraints and served as the upstream sent it, for Envoy)
+  --registry NAME    the resource types relayed, and what is NACKed upstream:
+                     builtin (the default: gRPC's rules, for gRPC clients),
+                     passthrough (every Envoy type, served as sent, checked only
+                     that it parses: each client applies its own rules; for
+                     Envoy and gRPC clients alike) or passthrough-pgv (Envoy's
+                     proto constraints too: for Envoy clients only, as gRPC's
+                     resources break them, e.g. istiod's api_listener without a
+                     stat_prefix)
   --key KEY          which clients share a configuration: cluster (the node's
                      cluster, the default), id (the node ID) or metadata:NAME
                      (a string field of the node's metadata)
@@ -68,19 +71,30 @@ Flags:
   --log-level LEVEL  debug, info, warn or error (default info)
   --demo             serve a demo configuration from an embedded go-control-plane
                      server (package xdstest) instead of the bootstrap's servers
-  --demo-interval DUR  how often the demo's endpoints change (default 5s)
+  --demo-interval DUR  how often the demo's endpoints change (default 5s;
+                     positive, with --demo)
   --version          print the version and exit
 
 Upstream node: the engine of each key presents the bootstrap's node with the
 key in the field it comes from (the cluster, the ID or the metadata field).
 
-Health (grpc.health.v1.Health):
+Health (grpc.health.v1.Health, on the --listen port, which xdsrelay binds
+before it starts anything else):
   ""          SERVING from the start until shutdown begins, whatever the
               upstream does: the relay serves its last good configuration
-              through upstream outages. Use it for readiness.
-  "upstream"  SERVING while a key's upstream has answered and no key's upstream
-              fails; NOT_SERVING before the first client (nothing subscribed
-              upstream yet) and while an upstream is unreachable.
+              through upstream outages, and holds a new client's answer until
+              the upstream has one. Probe it for liveness (the process serves)
+              and readiness (it takes clients).
+  "upstream"  whether the upstream answers, for alerting, never for readiness:
+              SERVING while some key's upstream has answered and none fails;
+              NOT_SERVING while a key's upstream is unreachable or has not
+              answered yet; UNKNOWN while no client is subscribed (none yet, or
+              none for --linger), since nothing is asked of the upstream until
+              one is: as a readiness probe it would keep the first client away
+              for ever. The log says why at each change. A response the relay
+              rejects (NACK) leaves it SERVING, for the upstream answers and
+              clients keep the last good version: the log names what was
+              rejected, and CSDS shows it.
 
 CSDS (envoy.service.status.v3.ClientStatusDiscoveryService, with server
 reflection) shows the engine of each key, client_scope being the key.
@@ -115,8 +129,9 @@ type options struct {
 
 // registries are the --registry choices.
 var registries = map[string]func() *registry.Registry{
-	"builtin":     builtin.Registry,
-	"passthrough": passthrough.Registry,
+	"builtin":         builtin.Registry,
+	"passthrough":     passthrough.Registry,
+	"passthrough-pgv": passthrough.Options{Validation: passthrough.PGV}.Registry,
 }
 
 func parseFlags(args []string) (*options, bool, error) {
@@ -151,8 +166,13 @@ func parseFlags(args []string) (*options, bool, error) {
 		return nil, false, fmt.Errorf("--key: %w", err)
 	}
 	if o.reg = registries[o.registry]; o.reg == nil {
-		return nil, false, fmt.Errorf("--registry %q: want builtin or passthrough", o.registry)
+		return nil, false, fmt.Errorf("--registry %q: want builtin, passthrough or passthrough-pgv", o.registry)
 	}
+	if _, _, err := net.SplitHostPort(o.listen); err != nil {
+		return nil, false, fmt.Errorf("--listen %q: want host:port: %w", o.listen, err)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if err := o.level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return nil, false, fmt.Errorf("--log-level %q: want debug, info, warn or error", o.logLevel)
 	}
@@ -167,6 +187,10 @@ func parseFlags(args []string) (*options, bool, error) {
 		return nil, false, errors.New("--client-ca needs --tls-cert and --tls-key: mutual TLS is TLS first")
 	case o.demo && o.bootstrap != "":
 		return nil, false, errors.New("--demo and --bootstrap exclude each other: the demo is its own upstream")
+	case set["demo-interval"] && !o.demo:
+		return nil, false, errors.New("--demo-interval needs --demo: it paces the demo's changes")
+	case o.demoInterval <= 0:
+		return nil, false, fmt.Errorf("--demo-interval %v: must be positive", o.demoInterval)
 	}
 	return o, false, nil
 }
@@ -220,6 +244,13 @@ func upstreamBootstrap(ctx context.Context, o *options, log *slog.Logger) (bs *b
 }
 
 func serve(ctx context.Context, o *options, log *slog.Logger) error {
+	// The address first: a relay that cannot serve starts nothing (no
+	// demo upstream, no engine) and says why at once.
+	lis, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", o.listen, err)
+	}
+	defer lis.Close() // Serve closes it too; this is for the failures before
 	serverOpts, err := credentialsOption(o)
 	if err != nil {
 		return err
@@ -243,23 +274,19 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 		return err
 	}
 	defer r.Close()
-	lis, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return err
-	}
 	s := grpc.NewServer(serverOpts...)
 	xdsCtx, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
 	r.Register(xdsCtx, s, nil)
 	hs := health.NewServer()
-	registerHealth(s, hs)
+	upstream := registerHealth(s, hs, r, log)
 	csds.RegisterWithReflection(s, r)
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	pollCtx, stopPolling := context.WithCancel(ctx)
 	defer stopPolling()
-	wg.Go(func() { pollHealth(pollCtx, r, hs, log) })
+	wg.Go(func() { pollHealth(pollCtx, r, hs, upstream, log) })
 	served := make(chan error, 1)
 	wg.Go(func() { served <- s.Serve(lis) })
 	log.Info("xdsrelay: serving xDS, health and CSDS", "addr", lis.Addr().String(), "version", engine.Version, "key", o.key)

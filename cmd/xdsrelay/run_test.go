@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -33,6 +34,7 @@ import (
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/types/eds"
+	"github.com/xdsengine/xdsengine/types/lds"
 	"github.com/xdsengine/xdsengine/xdstest"
 )
 
@@ -72,7 +74,12 @@ func TestFlags(t *testing.T) {
 		{[]string{"--key", "node"}, exitUsage, "", `--key: aggregation key "node": want cluster, id or metadata:NAME`},
 		{[]string{"--key", "metadata:"}, exitUsage, "", "metadata needs a field name"},
 		{[]string{"--linger", "0s"}, exitUsage, "", "--linger 0s: must be positive"},
-		{[]string{"--registry", "envoy"}, exitUsage, "", `--registry "envoy": want builtin or passthrough`},
+		{[]string{"--registry", "envoy"}, exitUsage, "", `--registry "envoy": want builtin, passthrough or passthrough-pgv`},
+		{[]string{"--demo", "--demo-interval", "0s"}, exitUsage, "", "--demo-interval 0s: must be positive"},
+		{[]string{"--demo", "--demo-interval", "-1s"}, exitUsage, "", "--demo-interval -1s: must be positive"},
+		{[]string{"--demo-interval", "1s"}, exitUsage, "", "--demo-interval needs --demo"},
+		{[]string{"--demo-interval", "soon"}, exitUsage, "", `invalid value "soon" for flag -demo-interval`},
+		{[]string{"--listen", "localhost"}, exitUsage, "", `--listen "localhost": want host:port`},
 		{[]string{"--tls-cert", "c.pem"}, exitUsage, "", "--tls-cert and --tls-key go together"},
 		{[]string{"--client-ca", "ca.pem"}, exitUsage, "", "--client-ca needs --tls-cert and --tls-key"},
 		{[]string{"--log-level", "loud"}, exitUsage, "", `--log-level "loud"`},
@@ -219,8 +226,8 @@ func TestServe(t *testing.T) {
 			if got := healthOf(t, admin, ""); got != healthpb.HealthCheckResponse_SERVING {
 				t.Errorf("health of the relay = %v, want SERVING from the start", got)
 			}
-			if got := healthOf(t, admin, upstreamService); got != healthpb.HealthCheckResponse_NOT_SERVING {
-				t.Errorf("health of the upstream before any client = %v, want NOT_SERVING", got)
+			if got := healthOf(t, admin, upstreamService); got != healthpb.HealthCheckResponse_UNKNOWN {
+				t.Errorf("health of the upstream before any client = %v, want UNKNOWN", got)
 			}
 
 			waitForEDS(t, clientOf(t, r.addr, "blue"), "cluster-1", "eds-1")
@@ -378,5 +385,151 @@ func TestPassthroughRegistry(t *testing.T) {
 	}
 	if n := len(resp.GetResources()); n != 1 {
 		t.Fatalf("the Envoy client got %d clusters, want the STATIC one: %v", n, resp)
+	}
+}
+
+// TestListenFirst: on an address in use, xdsrelay fails at once, naming
+// the flag and the address, and starts nothing before: not the demo's
+// upstream, not its backends.
+func TestListenFirst(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	addr := busy.Addr().String()
+	var stdout, stderr syncBuffer
+	code := run(context.Background(), []string{"--demo", "--listen", addr}, &stdout, &stderr)
+	if code != exitFailure || !strings.Contains(stderr.String(), "--listen "+addr) || !strings.Contains(stderr.String(), "address already in use") {
+		t.Errorf("run on a busy address = %d, stderr %q; want %d and the flag, the address and why", code, stderr.String(), exitFailure)
+	}
+	for _, started := range []string{"demo upstream", "demo backends"} {
+		if strings.Contains(stderr.String(), started) {
+			t.Errorf("xdsrelay started the %s before it could listen:\n%s", started, stderr.String())
+		}
+	}
+}
+
+// TestHealthProbes: the probes the help text documents. "" is SERVING as
+// soon as xdsrelay serves, whatever its upstream does: a liveness and a
+// readiness probe. "upstream", for alerting, is UNKNOWN while no client is
+// subscribed (nothing is asked of the upstream), and the log says why;
+// NOT_SERVING while a client's upstream is unreachable; SERVING once it
+// answers.
+func TestHealthProbes(t *testing.T) {
+	up := xdstest.NewServer(t, xdstest.Options{})
+	up.Set(xdstest.R("cluster-1", xdstest.Cluster("cluster-1", "eds-1")))
+	boot := filepath.Join(t.TempDir(), "bootstrap.json")
+	if err := os.WriteFile(boot, up.Bootstrap(xdstest.BootstrapOptions{NodeID: "relay"}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up.Stop() // down from the start
+
+	r := start(t, "--bootstrap", boot)
+	admin := dialPlain(t, r.addr)
+	if got := healthOf(t, admin, ""); got != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf(`health of "" at start, upstream down = %v, want SERVING: the relay is live and takes clients`, got)
+	}
+	if got := healthOf(t, admin, upstreamService); got != healthpb.HealthCheckResponse_UNKNOWN {
+		t.Errorf("health of the upstream before any client = %v, want UNKNOWN", got)
+	}
+	if !strings.Contains(r.stderr.String(), "no client is subscribed, so nothing is asked of the upstream") {
+		t.Errorf("the log does not say why the upstream's health is unknown:\n%s", r.stderr)
+	}
+
+	c := clientOf(t, r.addr, "blue")
+	// A client subscribed: the relay asks its upstream, which is down.
+	defer c.Watch(cds.TypeURL, "cluster-1", engine.WatcherFuncs{})()
+	waitForHealth(t, admin, upstreamService, healthpb.HealthCheckResponse_NOT_SERVING)
+	if got := healthOf(t, admin, ""); got != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf(`health of "" with a client and its upstream down = %v, want SERVING`, got)
+	}
+	up.Restart()
+	waitForEDS(t, c, "cluster-1", "eds-1")
+	waitForHealth(t, admin, upstreamService, healthpb.HealthCheckResponse_SERVING)
+}
+
+// TestUpstreamNACKHealth: a response the relay rejects (NACK) leaves
+// "upstream" SERVING, for the upstream answers and its clients keep the
+// last good version, and the log names the key and what was rejected.
+func TestUpstreamNACKHealth(t *testing.T) {
+	up := xdstest.NewServer(t, xdstest.Options{})
+	up.Set(xdstest.R("cluster-1", xdstest.Cluster("cluster-1", "eds-1")))
+	boot := filepath.Join(t.TempDir(), "bootstrap.json")
+	if err := os.WriteFile(boot, up.Bootstrap(xdstest.BootstrapOptions{NodeID: "relay"}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, "--bootstrap", boot)
+	admin := dialPlain(t, r.addr)
+	waitForEDS(t, clientOf(t, r.addr, "blue"), "cluster-1", "eds-1")
+	waitForHealth(t, admin, upstreamService, healthpb.HealthCheckResponse_SERVING)
+
+	// gRPC's rules, those of --registry builtin, reject STATIC clusters.
+	up.Update(cds.TypeURL, xdstest.R("cluster-1", &clusterpb.Cluster{Name: "cluster-1",
+		ClusterDiscoveryType: &clusterpb.Cluster_Type{Type: clusterpb.Cluster_STATIC}}))
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if _, err := up.WaitForRequest(ctx, xdstest.IsNACK(cds.TypeURL)); err != nil {
+		t.Fatalf("the relay did not NACK the STATIC cluster: %v", err)
+	}
+	nackLine := regexp.MustCompile(`rejected \(NACKed\) resources the upstream sent.* key=blue .*cluster-1.*STATIC`)
+	deadline := time.Now().Add(wait)
+	for !nackLine.MatchString(r.stderr.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the log does not tell of the NACK:\n%s", r.stderr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(5 * healthInterval) // what a NACK would do to the health, done by then
+	if got := healthOf(t, admin, upstreamService); got != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("health of the upstream after a NACK = %v, want SERVING", got)
+	}
+}
+
+// TestPassthroughValidation: --registry passthrough checks only that a
+// resource parses, and so relays istiod's Listener for proxyless gRPC
+// (an api_listener whose connection manager has no stat_prefix) to a gRPC
+// client; passthrough-pgv applies Envoy's rules, which reject it.
+func TestPassthroughValidation(t *testing.T) {
+	for _, tc := range []struct {
+		registry string
+		nack     bool
+	}{
+		{"passthrough", false},
+		{"passthrough-pgv", true},
+	} {
+		t.Run(tc.registry, func(t *testing.T) {
+			up := xdstest.NewServer(t, xdstest.Options{})
+			up.Set(xdstest.R("service", xdstest.Listener("service", "route-1")))
+			boot := filepath.Join(t.TempDir(), "bootstrap.json")
+			if err := os.WriteFile(boot, up.Bootstrap(xdstest.BootstrapOptions{NodeID: "relay"}), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r := start(t, "--bootstrap", boot, "--registry", tc.registry)
+			got := make(chan error, 100)
+			defer clientOf(t, r.addr, "blue").Watch(lds.TypeURL, "service", engine.WatcherFuncs{ResourceChanged: func(res registry.Resource, err error, done func()) {
+				got <- err
+				done()
+			}})()
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			if tc.nack {
+				if _, err := up.WaitForRequest(ctx, xdstest.IsNACK(lds.TypeURL)); err != nil {
+					t.Fatalf("%s did not NACK the listener: %v", tc.registry, err)
+				}
+				return
+			}
+			select {
+			case err := <-got:
+				if err != nil {
+					t.Fatalf("the client got %v, want the listener", err)
+				}
+			case <-ctx.Done():
+				t.Fatal("the client never got the listener")
+			}
+			if n := len(up.NACKs()); n != 0 {
+				t.Errorf("%s NACKed %d responses: %s", tc.registry, n, up.NACKs()[0].GetErrorDetail().GetMessage())
+			}
+		})
 	}
 }

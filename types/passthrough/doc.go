@@ -1,7 +1,7 @@
 // Package passthrough makes resource types that take any xDS resource as
-// its server sent it: decoded into its protobuf message, checked against
-// the constraints the message's proto declares, and kept with the bytes
-// it arrived as, to be handed on unchanged.
+// its server sent it: decoded into its protobuf message, checked as
+// strictly as its readers need, and kept with the bytes it arrived as, to
+// be handed on unchanged.
 //
 // # When to use it
 //
@@ -10,11 +10,13 @@
 // ORIGINAL_DST clusters, TLS contexts that fetch their certificates with
 // SDS, listeners without an api_listener, filters gRPC does not
 // implement. A relay that serves Envoy, or a tool that shows what a
-// server sends whoever it is for, uses this package's [Registry]; a relay
-// whose clients are gRPC clients uses types/builtin, whose rules are
-// theirs, so that it NACKs upstream what they would NACK. An engine takes
-// one registry; a relay serving both kinds of clients runs an engine of
-// each.
+// server sends whoever it is for, uses this package's [Registry]. A relay
+// whose clients are gRPC clients may use either: types/builtin NACKs
+// upstream what they would NACK, and this package's structural checks
+// (see # Validation) leave that to each of them and relay the bytes as
+// sent. An engine takes one registry: a relay serving both kinds of
+// clients uses this package's, or runs an engine of each to apply each
+// kind's rules upstream.
 //
 // [Registry] and [Types] describe the Envoy resource types (the types
 // go-control-plane's pkg/resource/v3 knows, and LEDS's):
@@ -55,13 +57,27 @@
 //
 // # Validation
 //
-// The validator applies the rules protoc-gen-validate generated from the
-// message's proto annotations (the ValidateAll methods of
-// go-control-plane's envoy module), to the resource and to each
-// google.protobuf.Any payload in it whose message type is linked into the
-// program, as Envoy applies them to an extension's config when it
-// instantiates it. Every violation is reported at once, each as the field
-// path as the proto spells it and protoc-gen-validate's rule:
+// How strictly a resource is checked, and so what is NACKed, is an
+// [Options] choice ([Validation]), to fit who reads the resources:
+//
+//   - [Structural], the default ([Registry], [Types], [Type]): the
+//     resource unmarshals into its message and has a name, and each
+//     google.protobuf.Any payload in it whose message type is linked
+//     into the program unmarshals too, no more than 32 Anys deep. That is
+//     what any reader needs; the rest is for the clients to judge by
+//     their own rules. A relay serving gRPC clients needs no more, and
+//     must not ask for more: istiod's Listener for a proxyless gRPC
+//     client is an api_listener whose connection manager has no
+//     stat_prefix, which Envoy's rules require and gRPC ignores.
+//   - [PGV]: the rules protoc-gen-validate generated from the message's
+//     proto annotations too (the ValidateAll methods of go-control-plane's
+//     envoy module), applied to the resource and to each Any payload in
+//     it whose type is linked, as Envoy applies them to an extension's
+//     config when it instantiates it: for a relay whose clients are all
+//     Envoys, which would each reject what breaks them.
+//
+// Every violation is reported at once, each as the field path as the
+// proto spells it and the rule broken:
 //
 //	filter_chains[0].filters[0].typed_config.stat_prefix: value length must be at least 1 runes
 //
@@ -71,19 +87,19 @@
 // contents name dependencies; what else is checked depends on what the
 // program imports (types/builtin links the filters gRPC implements), and a
 // program links more extension packages of go-control-plane's envoy module
-// (a blank import each) to have their configs checked too. Anys nested
-// more than 32 deep are rejected.
+// (a blank import each) to have their configs checked too.
 //
-// Not checked: anything Envoy checks in C++ beyond the annotations
-// (cross-field rules, that a regex compiles, that a cluster a route names
-// exists, unknown and deprecated fields) and the contents of TypedStruct
-// configs. The rules are those of the protos this module builds with: a
-// relay should be at least as new as its Envoys, or a value only a newer
-// proto allows (a new enum value) is rejected.
+// Not checked, even with PGV: anything Envoy checks in C++ beyond the
+// annotations (cross-field rules, that a regex compiles, that a cluster a
+// route names exists, unknown and deprecated fields) and the contents of
+// TypedStruct configs. The rules are those of the protos this module
+// builds with: a relay should be at least as new as its Envoys, or a
+// value only a newer proto allows (a new enum value) is rejected.
 //
-// The decoder checks nothing the bytes do not force, so a tool can call
-// Decoder alone to see a resource the validator would reject, and a relay
-// that wants no checks at all clears the Validator of each type.
+// The decoder checks nothing the bytes of the message itself do not
+// force, so a tool can call Decoder alone to see a resource the validator
+// would reject, and a relay that wants no checks at all clears the
+// Validator of each type.
 //
 // # The decoded value
 //

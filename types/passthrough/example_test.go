@@ -36,8 +36,8 @@ func staticCluster() []byte {
 }
 
 // The built-in registry validates as gRPC does and rejects the STATIC
-// cluster Envoy uses; the pass-through registry checks the proto's own
-// constraints and takes it.
+// cluster Envoy uses; the pass-through registry checks that the cluster
+// reads, and takes it.
 func ExampleRegistry() {
 	raw := staticCluster()
 	for _, r := range []struct {
@@ -57,8 +57,9 @@ func ExampleRegistry() {
 	// passthrough: Cluster "BlackHoleCluster" (24 bytes)
 }
 
-// The rules are protoc-gen-validate's, applied to the resource and to the
-// extension configs packed in it; every violation is listed, on one line.
+// With PGV validation the rules are protoc-gen-validate's, as Envoy
+// applies them, to the resource and to the extension configs packed in
+// it; every violation is listed, on one line.
 func ExampleRegistry_validation() {
 	hcm, _ := anypb.New(&hcmpb.HttpConnectionManager{
 		RouteSpecifier: &hcmpb.HttpConnectionManager_Rds{Rds: &hcmpb.Rds{RouteConfigName: "80"}},
@@ -68,11 +69,48 @@ func ExampleRegistry_validation() {
 		FilterChains: []*listenerpb.FilterChain{{Filters: []*listenerpb.Filter{{
 			ConfigType: &listenerpb.Filter_TypedConfig{TypedConfig: hcm}}}}},
 	})
-	rt, _ := passthrough.Registry().Lookup(passthrough.ListenerTypeURL)
+	rt, _ := passthrough.Options{Validation: passthrough.PGV}.Registry().Lookup(passthrough.ListenerTypeURL)
 	res, err := rt.Decode(raw, registry.DecodeOptions{})
 	fmt.Printf("NACK %s: %v\n", res.Name, err)
 	// Output:
 	// NACK 0.0.0.0_80: filter_chains[0].filters[0].name: value length must be at least 1 runes; filter_chains[0].filters[0].typed_config.stat_prefix: value length must be at least 1 runes
+}
+
+// istiod's Listener for a proxyless gRPC client is an api_listener whose
+// connection manager has no stat_prefix: gRPC ignores the field, Envoy's
+// rules (PGV) require it. Structural validation, the default, takes it;
+// PGV, for a relay that serves only Envoys, rejects it.
+func ExampleOptions() {
+	hcm, _ := anypb.New(&hcmpb.HttpConnectionManager{
+		RouteSpecifier: &hcmpb.HttpConnectionManager_Rds{Rds: &hcmpb.Rds{RouteConfigName: "reviews:9080",
+			ConfigSource: &corepb.ConfigSource{ConfigSourceSpecifier: &corepb.ConfigSource_Ads{Ads: &corepb.AggregatedConfigSource{}}}}},
+	})
+	raw, _ := proto.Marshal(&listenerpb.Listener{Name: "reviews:9080", ApiListener: &listenerpb.ApiListener{ApiListener: hcm}})
+	for _, v := range []passthrough.Validation{passthrough.Structural, passthrough.PGV} {
+		rt, _ := passthrough.Options{Validation: v}.Registry().Lookup(passthrough.ListenerTypeURL)
+		res, err := rt.Decode(raw, registry.DecodeOptions{})
+		if err != nil {
+			fmt.Printf("%v: NACK %s: %v\n", v, res.Name, err)
+			continue
+		}
+		fmt.Printf("%v: takes %s, whose routes are %v\n", v, res.Name, rt.Refs(res.Resource))
+	}
+	// Output:
+	// structural: takes reviews:9080, whose routes are [type.googleapis.com/envoy.config.route.v3.RouteConfiguration/reviews:9080]
+	// pgv: NACK reviews:9080: api_listener.api_listener.stat_prefix: value length must be at least 1 runes
+}
+
+// Options.Type makes a type of any linked message, checked as the options
+// say.
+func ExampleOptions_Type() {
+	rt, err := passthrough.Options{Validation: passthrough.PGV}.Type(passthrough.ClusterTypeURL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	raw, _ := proto.Marshal(&clusterpb.Cluster{Name: "c", ConnectTimeout: durationpb.New(-time.Second)})
+	_, err = rt.Decode(raw, registry.DecodeOptions{})
+	fmt.Println(err)
+	// Output: connect_timeout: value must be greater than 0s
 }
 
 // A gateway's listener names the routes its connection manager fetches

@@ -35,12 +35,14 @@ func FuzzDecode(f *testing.F) {
 				f.Fatal(err)
 			}
 			f.Add(uint8(i), raw, "")
+			f.Add(uint8(i)|0x80, raw, "")
 		}
 	}
 	f.Add(uint8(0), []byte{}, "wrapped")
-	reg := passthrough.Registry()
+	regs := []*registry.Registry{passthrough.Registry(), passthrough.Options{Validation: passthrough.PGV}.Registry()}
 	f.Fuzz(func(t *testing.T, which uint8, raw []byte, wrapper string) {
-		rt, _ := reg.Lookup(fuzzTypes[int(which)%len(fuzzTypes)])
+		// The high bit picks the validation, the rest the type.
+		rt, _ := regs[int(which>>7)].Lookup(fuzzTypes[int(which&0x7f)%len(fuzzTypes)])
 		res, problem, err := registrytest.DecodeTwice(rt, raw, registry.DecodeOptions{WrapperName: wrapper})
 		if problem != "" {
 			t.Fatal(problem)

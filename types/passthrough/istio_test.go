@@ -8,6 +8,7 @@ import (
 	endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	faultpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
 	routerpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	originaldstpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_dst/v3"
 	tlsinspectorpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
@@ -127,7 +128,10 @@ func inboundCluster() *clusterpb.Cluster {
 	}
 }
 
-const reviews = "outbound|80||reviews.default.svc.cluster.local"
+const (
+	reviewsHost = "reviews.default.svc.cluster.local"
+	reviews     = "outbound|80||" + reviewsHost
+)
 
 // outboundCluster is istiod's EDS cluster for a mesh service: mTLS with
 // the agent's SDS secrets to istio endpoints, plaintext to the others.
@@ -205,6 +209,30 @@ func outboundHTTPListener() *listenerpb.Listener {
 		}},
 		TrafficDirection: corepb.TrafficDirection_OUTBOUND,
 	}
+}
+
+// proxylessListener is istiod's Listener for a proxyless gRPC client of
+// reviews:9080 (pilot/pkg/networking/grpcgen): an api_listener whose
+// connection manager has no stat_prefix, gRPC's fault and router filters,
+// and its routes on RDS over ADS or, with inline, in it.
+func proxylessListener(inline bool) *listenerpb.Listener {
+	hcm := &hcmpb.HttpConnectionManager{
+		RouteSpecifier: &hcmpb.HttpConnectionManager_Rds{Rds: &hcmpb.Rds{
+			ConfigSource:    &corepb.ConfigSource{ConfigSourceSpecifier: &corepb.ConfigSource_Ads{Ads: &corepb.AggregatedConfigSource{}}},
+			RouteConfigName: reviewsHost + ":9080"}},
+		HttpFilters: []*hcmpb.HttpFilter{
+			{Name: "envoy.filters.http.fault", ConfigType: &hcmpb.HttpFilter_TypedConfig{TypedConfig: mustAny(&faultpb.HTTPFault{})}},
+			router(),
+		},
+	}
+	if inline {
+		hcm.RouteSpecifier = &hcmpb.HttpConnectionManager_RouteConfig{RouteConfig: &routepb.RouteConfiguration{
+			Name: reviewsHost + ":9080",
+			VirtualHosts: []*routepb.VirtualHost{{Name: reviewsHost + ":9080", Domains: []string{reviewsHost, "reviews"},
+				Routes: []*routepb.Route{clusterRoute("default", "", "outbound|9080||"+reviewsHost)}}},
+		}}
+	}
+	return &listenerpb.Listener{Name: reviewsHost + ":9080", ApiListener: &listenerpb.ApiListener{ApiListener: mustAny(hcm)}}
 }
 
 // virtualInbound is istiod's capture listener for inbound traffic: mTLS

@@ -88,13 +88,54 @@ var envoyTypes = []envoyType{
 	{url: ThriftRouteConfigurationTypeURL, short: "ThriftRouteConfiguration"},
 }
 
+// Validation is how strictly a pass-through type checks the resources it
+// takes: what fails is NACKed. See the package documentation, #
+// Validation.
+type Validation int
+
+const (
+	// Structural takes what any client can read: the resource unmarshals
+	// into its type's message and has a name, and each extension config in
+	// it whose message is linked unmarshals too, no more than 32 Anys
+	// deep. (An engine has checked that its type URL is the response's.)
+	// It is the default: whether a resource is good is for the clients
+	// downstream to say, by their own rules, Envoy's or gRPC's.
+	Structural Validation = iota
+	// PGV adds the rules protoc-gen-validate generated from the proto's
+	// annotations, as Envoy applies them: for a relay whose clients are all
+	// Envoys, so that what they would reject is NACKed upstream once
+	// rather than by each of them. gRPC clients do not apply these rules
+	// and need resources they break: the api_listener's connection
+	// manager istiod sends them has no stat_prefix, which PGV requires.
+	PGV
+)
+
+// String returns "structural" or "pgv".
+func (v Validation) String() string {
+	switch v {
+	case Structural:
+		return "structural"
+	case PGV:
+		return "pgv"
+	}
+	return fmt.Sprintf("Validation(%d)", int(v))
+}
+
+// Options configure the types this package makes. The zero value is the
+// default, that of [Registry], [Types] and [Type].
+type Options struct {
+	// Validation is how strictly resources are checked; the zero value
+	// is [Structural].
+	Validation Validation
+}
+
 // Types returns the pass-through types of the Envoy resources listed in
 // the package documentation, Listener first. The slice is new on every
-// call.
-func Types() []registry.ResourceType {
+// call. It panics on an unknown Validation.
+func (o Options) Types() []registry.ResourceType {
 	out := make([]registry.ResourceType, len(envoyTypes))
 	for i, et := range envoyTypes {
-		rt, err := newType(et)
+		rt, err := o.newType(et)
 		if err != nil {
 			panic("passthrough: " + err.Error()) // the messages are linked by this package's imports
 		}
@@ -103,29 +144,25 @@ func Types() []registry.ResourceType {
 	return out
 }
 
-// Registry returns a new registry holding [Types].
-func Registry() *registry.Registry {
-	r, err := registry.New(Types()...)
+// Registry returns a new registry holding o's [Options.Types].
+func (o Options) Registry() *registry.Registry {
+	r, err := registry.New(o.Types()...)
 	if err != nil {
 		panic("passthrough: inconsistent resource types: " + err.Error())
 	}
 	return r
 }
 
-// Type returns a pass-through type for typeURL, whose message must be
-// linked into the program (protoregistry.GlobalTypes). For the URLs of
-// [Types] it returns the same descriptor as Types, dependencies
-// included; for any other it returns a type without dependencies that
-// is not "all resources required", whose name field is a top-level
-// string field called "name" if the message has one.
-func Type(typeURL string) (registry.ResourceType, error) {
+// Type returns a pass-through type for typeURL, as [Type] does, checking
+// resources as o says.
+func (o Options) Type(typeURL string) (registry.ResourceType, error) {
 	et := envoyType{url: typeURL}
 	for _, known := range envoyTypes {
 		if known.url == typeURL {
 			et = known
 		}
 	}
-	rt, err := newType(et)
+	rt, err := o.newType(et)
 	if err != nil {
 		return rt, err
 	}
@@ -135,7 +172,29 @@ func Type(typeURL string) (registry.ResourceType, error) {
 	return rt, nil
 }
 
-func newType(et envoyType) (registry.ResourceType, error) {
+// Types returns the pass-through types of the Envoy resources listed in
+// the package documentation, Listener first, with [Structural]
+// validation. The slice is new on every call.
+func Types() []registry.ResourceType { return Options{}.Types() }
+
+// Registry returns a new registry holding [Types]: structural validation.
+// Options{Validation: PGV}.Registry() adds Envoy's protoc-gen-validate
+// rules.
+func Registry() *registry.Registry { return Options{}.Registry() }
+
+// Type returns a pass-through type for typeURL, with [Structural]
+// validation, whose message must be linked into the program
+// (protoregistry.GlobalTypes). For the URLs of [Types] it returns the
+// same descriptor as Types, dependencies included; for any other it
+// returns a type without dependencies that is not "all resources
+// required", whose name field is a top-level string field called "name"
+// if the message has one.
+func Type(typeURL string) (registry.ResourceType, error) { return Options{}.Type(typeURL) }
+
+func (o Options) newType(et envoyType) (registry.ResourceType, error) {
+	if o.Validation != Structural && o.Validation != PGV {
+		return registry.ResourceType{}, fmt.Errorf("passthrough: type %s: unknown %v", et.url, o.Validation)
+	}
 	mt, err := protoregistry.GlobalTypes.FindMessageByURL(et.url)
 	if err != nil {
 		if errors.Is(err, protoregistry.NotFound) {
@@ -153,7 +212,7 @@ func newType(et envoyType) (registry.ResourceType, error) {
 		Name:                       et.short,
 		AllResourcesRequiredInSotW: et.allRequired,
 		Decoder:                    d,
-		Validator:                  &validator{reach: newReach()},
+		Validator:                  &validator{reach: newReach(), rules: o.Validation == PGV},
 	}
 	if et.refs != nil {
 		rt.Dependencies = registry.DependencyFunc(dependencies)

@@ -272,7 +272,12 @@ func TestManyViolations(t *testing.T) {
 // validation (whose walk plans are learned on first use) may be asked
 // for at once. Run with -race.
 func TestConcurrentUse(t *testing.T) {
-	reg := passthrough.Registry()
+	for _, v := range []passthrough.Validation{passthrough.Structural, passthrough.PGV} {
+		t.Run(v.String(), func(t *testing.T) { concurrentUse(t, passthrough.Options{Validation: v}.Registry()) })
+	}
+}
+
+func concurrentUse(t *testing.T, reg *registry.Registry) {
 	rt, _ := reg.Lookup(passthrough.ListenerTypeURL)
 	raw := marshal(t, gatewayListener())
 	res, err := rt.Decoder.Decode(raw, registry.DecodeOptions{})

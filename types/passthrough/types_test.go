@@ -1,6 +1,7 @@
 package passthrough_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -34,10 +35,11 @@ func ref(typeURL, name string) registry.Ref { return registry.Ref{TypeURL: typeU
 func rdsRef(name string) registry.Ref    { return ref(passthrough.RouteConfigurationTypeURL, name) }
 func secretRef(name string) registry.Ref { return ref(passthrough.SecretTypeURL, name) }
 
-// mustType returns the type of Types with typeURL.
+// mustType returns the type with typeURL of the registry that applies
+// Envoy's rules (PGV): the cases of the tests below are of those rules.
 func mustType(t *testing.T, typeURL string) registry.ResourceType {
 	t.Helper()
-	rt, ok := passthrough.Registry().Lookup(typeURL)
+	rt, ok := passthrough.Options{Validation: passthrough.PGV}.Registry().Lookup(typeURL)
 	if !ok {
 		t.Fatalf("Registry has no %s", typeURL)
 	}
@@ -157,6 +159,65 @@ func TestListener(t *testing.T) {
 		{Name: "named by its wrapper", Message: &listenerpb.Listener{Address: socketAddress("0.0.0.0", 80)},
 			Options: registry.DecodeOptions{WrapperName: "from-wrapper"}, WantName: "from-wrapper", WantDeps: []registry.Ref{}},
 	})
+}
+
+// TestValidation: structural validation, the default, takes what any
+// reader can read, whatever Envoy's rules (PGV) say of it, such as
+// istiod's Listener for proxyless gRPC, whose connection manager has no
+// stat_prefix; it rejects what no reader can read. PGV rejects both.
+func TestValidation(t *testing.T) {
+	const proxyless = reviewsHost + ":9080"
+	unreadableHCM := edit(outboundHTTPListener(), func(l *listenerpb.Listener) {
+		l.FilterChains[0].Filters[0].GetTypedConfig().Value = []byte{0x0a, 0xff}
+	})
+	tooDeep := edit(outboundHTTPListener(), func(l *listenerpb.Listener) {
+		l.FilterChains[0].Filters[0].ConfigType = &listenerpb.Filter_TypedConfig{TypedConfig: nestedAnys(40)}
+	})
+	for _, tc := range []struct {
+		validation passthrough.Validation
+		typeURL    string
+		cases      []registrytest.Case
+	}{
+		{passthrough.Structural, passthrough.ListenerTypeURL, []registrytest.Case{
+			{Name: "proxyless gRPC on RDS", Message: proxylessListener(false), WantName: proxyless, WantDeps: []registry.Ref{rdsRef(proxyless)}},
+			{Name: "proxyless gRPC with inline routes", Message: proxylessListener(true), WantName: proxyless, WantDeps: []registry.Ref{}},
+			{Name: "connection manager without stat_prefix", WantName: "0.0.0.0_80", WantDeps: []registry.Ref{rdsRef("80")},
+				Message: withHCM(outboundHTTPListener(), func(h *hcmpb.HttpConnectionManager) { h.StatPrefix = "" })},
+			{Name: "connection manager that does not unmarshal", WantName: "0.0.0.0_80", Message: unreadableHCM,
+				WantErr: "filter_chains[0].filters[0].typed_config: cannot unmarshal envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"},
+			{Name: "Anys nested too deep", WantName: "0.0.0.0_80", Message: tooDeep,
+				WantErr: "filter_chains[0].filters[0].typed_config: google.protobuf.Any values nested more than 32 deep"},
+			{Name: "not a Listener", Raw: []byte{0x0a, 0x03, 'a', 'b'}, WantName: "", WantErr: "cannot unmarshal Listener"},
+			{Name: "no name", Message: &listenerpb.Listener{Address: socketAddress("0.0.0.0", 80)},
+				WantErr: "name: must be non-empty, or the resource must arrive in a named envoy.service.discovery.v3.Resource wrapper"},
+		}},
+		{passthrough.Structural, passthrough.ClusterTypeURL, []registrytest.Case{
+			{Name: "negative connect_timeout", WantName: "BlackHoleCluster", WantDeps: []registry.Ref{},
+				Message: edit(blackHoleCluster(), func(c *clusterpb.Cluster) { c.ConnectTimeout = durationpb.New(-1) })},
+		}},
+		{passthrough.PGV, passthrough.ListenerTypeURL, []registrytest.Case{
+			{Name: "proxyless gRPC on RDS", Message: proxylessListener(false), WantName: proxyless,
+				WantErr: "api_listener.api_listener.stat_prefix: value length must be at least 1 runes"},
+			{Name: "proxyless gRPC with inline routes", Message: proxylessListener(true), WantName: proxyless,
+				WantErr: "api_listener.api_listener.stat_prefix: value length must be at least 1 runes"},
+		}},
+	} {
+		t.Run(tc.validation.String()+"/"+tc.typeURL[strings.LastIndexByte(tc.typeURL, '.')+1:], func(t *testing.T) {
+			rt, err := passthrough.Options{Validation: tc.validation}.Type(tc.typeURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			registrytest.Run(t, rt, tc.cases)
+		})
+	}
+}
+
+// TestUnknownValidation: a Validation this package does not define is an
+// error, not a silent default.
+func TestUnknownValidation(t *testing.T) {
+	if _, err := (passthrough.Options{Validation: 7}).Type(passthrough.ClusterTypeURL); err == nil || !strings.Contains(err.Error(), "unknown Validation(7)") {
+		t.Errorf("Type with Validation 7: %v, want an error naming it", err)
+	}
 }
 
 func TestCluster(t *testing.T) {

@@ -10,11 +10,16 @@ import (
 	"github.com/xdsengine/xdsengine/registry"
 )
 
-// validator applies the constraints the proto declares, through the
-// ValidateAll methods protoc-gen-validate generated for the message and
-// for each Any payload in it whose type is linked, and reports every
-// violation at once, each as "field path: rule".
-type validator struct{ reach *reach }
+// validator checks that each Any payload in a resource whose type is
+// linked unmarshals, no deeper than maxAnyDepth, and with rules the
+// constraints the proto declares too, through the ValidateAll methods
+// protoc-gen-validate generated for the message and for each of those
+// payloads. It reports every violation at once, each as "field path:
+// rule".
+type validator struct {
+	reach *reach
+	rules bool
+}
 
 func (v *validator) Validate(r registry.Resource, _ registry.DecodeOptions) error {
 	res, ok := r.(*Resource)
@@ -22,27 +27,33 @@ func (v *validator) Validate(r registry.Resource, _ registry.DecodeOptions) erro
 		return errors.New("not a pass-through resource")
 	}
 	var errs registry.FieldErrors
-	checkMessage(&errs, "", res.msg)
-	walk(res.msg.ProtoReflect(), v.reach, &checker{errs: &errs})
+	if v.rules {
+		checkMessage(&errs, "", res.msg)
+	}
+	walk(res.msg.ProtoReflect(), v.reach, &checker{errs: &errs, rules: v.rules})
 	return errs.Err()
 }
 
-// checker validates the Any payloads a walk unpacks.
-type checker struct{ errs *registry.FieldErrors }
+// checker checks the Any payloads a walk unpacks.
+type checker struct {
+	errs  *registry.FieldErrors
+	rules bool
+}
 
 func (c *checker) message(protoreflect.Message, *path) {}
 
 func (c *checker) unpacked(typeURL string, m proto.Message, err error, at *path) {
-	field := at.String()
 	if errors.Is(err, errTooDeep) {
-		c.errs.AddError(&registry.FieldError{Field: field, Err: err})
+		c.errs.AddError(&registry.FieldError{Field: at.String(), Err: err})
 		return
 	}
 	if err != nil {
-		c.errs.Addf(field, "cannot unmarshal %s: %v", typeURL[strings.LastIndexByte(typeURL, '/')+1:], err)
+		c.errs.Addf(at.String(), "cannot unmarshal %s: %v", typeURL[strings.LastIndexByte(typeURL, '/')+1:], err)
 		return
 	}
-	checkMessage(c.errs, field, m)
+	if c.rules {
+		checkMessage(c.errs, at.String(), m)
+	}
 }
 
 // checkMessage validates m with its generated ValidateAll method (or

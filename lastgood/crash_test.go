@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -119,25 +120,8 @@ func TestKilledWhileWriting(t *testing.T) {
 	var acked, inFlight, cutShort, tempLeft int
 	g := 0 // the state the store holds
 	for round := range rounds {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"=writer", childPath+"="+path, childFrom+"="+strconv.Itoa(g))
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := make(chan string)
-		go func() {
-			defer close(lines)
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-		}()
+		cmd, lines, stderr := startChild(t, nil, childEnv+"=writer", childPath+"="+path, childFrom+"="+strconv.Itoa(g))
+		var err error
 		if l, ok := <-lines; !ok || l != "open" {
 			cmd.Process.Kill()
 			cmd.Wait()
@@ -276,4 +260,32 @@ func TestTwoProcesses(t *testing.T) {
 	if out, _, err := child("lock", "200ms"); err != nil || out != "opened" {
 		t.Errorf("after Close, the child: %q, %v", out, err)
 	}
+}
+
+// startChild runs this test binary as a child process with env added,
+// stdin (nil: none) as its input, and returns it, the lines it writes to
+// stdout (closed when it ends) and what it writes to stderr.
+func startChild(t *testing.T, stdin io.Reader, env ...string) (*exec.Cmd, <-chan string, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = stdin
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	return cmd, lines, stderr
 }

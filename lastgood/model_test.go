@@ -1,7 +1,6 @@
 package lastgood
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -481,26 +479,7 @@ func crash(t *testing.T, hs []*history) {
 	for _, h := range hs {
 		fmt.Fprintf(&jobs, "%s %d %d\n", h.path, h.seed, h.next)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=model")
-	cmd.Stdin = strings.NewReader(jobs.String())
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
+	cmd, lines, stderr := startChild(t, strings.NewReader(jobs.String()), childEnv+"=model")
 	acked := make([]int, len(hs))
 	for i, h := range hs {
 		acked[i] = h.next - 1

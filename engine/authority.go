@@ -8,7 +8,6 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
-	"github.com/xdsengine/xdsengine/engine/internal/markorder"
 	"github.com/xdsengine/xdsengine/engine/internal/resolve"
 	"github.com/xdsengine/xdsengine/engine/internal/setup"
 )
@@ -26,10 +25,6 @@ type authority struct {
 	// first response of a higher one truncates the list after it.
 	channels  []*channel
 	resources map[string]map[string]*entry // type URL → name → entry
-	// marked orders each type's entries by when a response last marked
-	// them (entry.coveredBy), latest first: those a response did not name
-	// are at the back, its deletions found without a walk of the others.
-	marked map[string]*markorder.List[*entry]
 	// wildcards are the WatchAll calls by type (old-style names only).
 	wildcards map[string][]*wildcard
 	answered  bool // a server of it has: Config.Store is not served
@@ -50,7 +45,6 @@ func (a *authority) entriesLocked(typeURL string) map[string]*entry {
 	if byName == nil {
 		byName = make(map[string]*entry)
 		a.resources[typeURL] = byName
-		a.marked[typeURL] = &markorder.List[*entry]{}
 	}
 	return byName
 }
@@ -84,7 +78,7 @@ func (a *authority) displayName() string {
 
 func newAuthority(s setup.Authority) *authority {
 	return &authority{name: s.Name, servers: s.Servers, reachabilityOnly: s.ReachabilityOnly,
-		resources: make(map[string]map[string]*entry), marked: make(map[string]*markorder.List[*entry]), wildcards: make(map[string][]*wildcard)}
+		resources: make(map[string]map[string]*entry), wildcards: make(map[string][]*wildcard)}
 }
 
 // resolveName finds a resource name's authority and cache key (A47),

@@ -12,7 +12,6 @@ import (
 	"github.com/xdsengine/xdsengine/engine/internal/failure"
 	"github.com/xdsengine/xdsengine/engine/internal/glob"
 	"github.com/xdsengine/xdsengine/engine/internal/keep"
-	"github.com/xdsengine/xdsengine/engine/internal/markorder"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
@@ -63,7 +62,7 @@ type entry struct {
 	auth     *authority
 	watchers []*watch // in the order they came: usually one or two, so a slice beats a map
 	orphaned bool     // no watcher, waiting for a request without it
-	removed  bool     // out of the cache for good (a channel's order may hold it)
+	removed  bool     // out of the cache for good
 
 	value   registry.Resource // nil when nothing usable is cached
 	raw     []byte            // serialized form of value
@@ -77,13 +76,13 @@ type entry struct {
 	fail *failure.Record[*Error]
 	glob *glob.Members
 	// coveredBy is the mark of the last response that named the entry
-	// (channel.applyingMark): a response deletes the entries it did not mark.
+	// (channel.applyMark): see applyDeletionsLocked.
 	coveredBy uint64
-	// order is the entry type's marked order in its authority
-	// (authority.marked); mark is the entry's place in it.
-	order *markorder.List[*entry]
-	mark  markorder.Node[*entry]
 }
+
+// EntryKey is en's cache key (wire.Entry): the stream's decode memo keeps
+// en for the key.
+func (en *entry) EntryKey() string { return en.name }
 
 // storedOrigin returns where en's resource came from if Config.Store
 // served it, else nil.

@@ -44,17 +44,10 @@ type channel struct {
 	// reconnected: an incremental server answered after a connectivity
 	// failure; what it did not re-send has its error cleared once applied.
 	reconnected bool
-	// The response being applied: shapeGen and activeGen when it began, how
-	// many entries of this channel's authorities it named, and the mark it
-	// gives them (entry.coveredBy). If it named all and nothing changed
-	// meanwhile it deletes nothing; else what it did not mark is deleted.
-	applyingShape, applyingActive, applyingMark uint64
-	applyingCovered                             int
-	// order is, per type, the last response's entries in the order they
-	// came, where the next response's most likely are; nextOrder is the
-	// response's being applied.
-	order        map[string][]*entry
-	nextOrder    []*entry
+	// applyMark is the mark of the response being applied, which the
+	// entries it names take (entry.coveredBy); applyCovered counts them.
+	applyMark    uint64
+	applyCovered int
 	globsTouched glob.Touched[*entry] // the collections the response changed
 	stream       wire.Stream
 	host         *streamHost // the stream's; calls of another are stale
@@ -71,7 +64,7 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 	info, ignored := setup.Server(s, e.known)
 	c := &channel{e: e, server: s, key: key, info: info, timer: setup.Timer(info.Features, e.cfg.ResourceTimeout),
 		memo: wire.NewMemo(), auths: make(map[*authority]struct{}), subscribed: make(map[string]*namelist.List),
-		versions: make(map[string]string), order: make(map[string][]*entry)}
+		versions: make(map[string]string)}
 	// Unknown names are ignored (gRFC A27), so a typo is silent: say at
 	// DEBUG what each server's features came to.
 	e.log.Debug("xDS server features", "server", s.URI, "active", info.Features.Names(), "ignored", ignored)
@@ -199,8 +192,6 @@ func (c *channel) receivedLocked() {
 		if i := slices.Index(a.channels, c); i >= 0 && i < len(a.channels)-1 {
 			lower := a.channels[i+1:]
 			a.channels = a.channels[:i+1]
-			c.e.shapeGen++
-			c.e.activeGen++
 			for _, l := range lower {
 				c.e.log.Info("xDS fallback ended: primary is back", "authority", a.displayName(), "server", c.server.URI, "released", l.server.URI)
 				l.releaseLocked(a)

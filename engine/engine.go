@@ -74,18 +74,18 @@ type Engine struct {
 	// state, for short critical sections: one part of a response, a
 	// subscription handed to a stream. Watch and cancel calls are handed
 	// to it (mu.Do): they never wait for a response to be applied.
-	mu         oplock.Mutex[op]
-	auths      resolve.Authorities[*authority] // fixed in New
-	channels   map[string]*channel             // by transports.Key
-	transports *transports.Set
-	// shapeGen counts changes to which entries exist and which server each
-	// authority uses (channel.applyingShape); activeGen, to the latter: while
-	// it stays, entries a response did not mark are at the back of their order.
-	shapeGen, activeGen uint64
-	coverMarks          uint64                           // numbers the responses applied, for entry.coveredBy
-	notices             alloc.Chunks[*wire.Gate, notice] // of the response being applied
-	origins             alloc.Shared[origin]
-	lastGood            *lastGood
+	mu            oplock.Mutex[op]
+	auths         resolve.Authorities[*authority] // fixed in New
+	channels      map[string]*channel             // by transports.Key
+	transports    *transports.Set
+	responseMarks uint64 // numbers the responses applied, for entry.coveredBy
+	// servedGen counts the changes of which entries each channel serves:
+	// entries made or removed, authorities moving between servers (see
+	// applyDeletionsLocked).
+	servedGen uint64
+	notices   alloc.Chunks[*wire.Gate, notice] // of the response being applied
+	origins   alloc.Shared[origin]
+	lastGood  *lastGood
 }
 
 // Config configures an Engine, which does not modify it: a Config may be

@@ -126,11 +126,9 @@ func (e *Engine) watchLocked(h *watch, typ *registry.ResourceType, a *authority,
 // wildcards of its type.
 func (e *Engine) addEntryLocked(en *entry, a *authority, typ *registry.ResourceType, key string) {
 	byName := a.entriesLocked(typ.TypeURL)
-	*en = entry{typ: typ, name: key, auth: a, order: a.marked[typ.TypeURL]}
+	*en = entry{typ: typ, name: key, auth: a}
 	byName[key] = en
-	en.mark.Value = en
-	en.order.PushBack(&en.mark)
-	e.shapeGen++
+	e.servedGen++
 	for _, ww := range a.wildcards[typ.TypeURL] {
 		holdForWildcard(ww, en)
 	}
@@ -157,8 +155,7 @@ func (e *Engine) addChannelLocked(a *authority) *channel {
 	c := e.channelLocked(a.servers[len(a.channels)])
 	c.auths[a] = struct{}{}
 	a.channels = append(a.channels, c)
-	e.shapeGen++
-	e.activeGen++
+	e.servedGen++
 	e.startStoreWaitLocked(a)
 	return c
 }
@@ -226,11 +223,9 @@ func (e *Engine) removeEntryLocked(en *entry) {
 	// watch, and the next start may need it (see Store).
 	delete(byName, en.name)
 	en.removed = true
-	en.order.Remove(&en.mark)
-	e.shapeGen++
+	e.servedGen++
 	if len(byName) == 0 {
 		delete(a.resources, en.typ.TypeURL)
-		delete(a.marked, en.typ.TypeURL)
 	}
 	e.releaseIfIdleLocked(a)
 }
@@ -243,7 +238,7 @@ func (e *Engine) releaseIfIdleLocked(a *authority) {
 	}
 	chans := a.channels
 	a.channels = nil
-	e.activeGen++
+	e.servedGen++
 	for _, c := range chans {
 		c.releaseLocked(a)
 	}

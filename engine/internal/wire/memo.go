@@ -66,7 +66,8 @@ func (tm *typeMemo) newEntry(key string) *memoEntry {
 	return e
 }
 
-// memoEntry is one resource as decoded: a value or an error.
+// memoEntry is one resource as decoded: a value or an error, and the
+// host's entry of its key (Resource.Keep).
 type memoEntry struct {
 	key, name, wrapper string
 	raw                []byte
@@ -74,6 +75,7 @@ type memoEntry struct {
 	err                error
 	hash               uint64 // its key in byHash, or 0
 	seen               uint64
+	entry              Entry
 }
 
 // forType returns the memo of a type, made on first use.
@@ -201,6 +203,7 @@ func (tm *typeMemo) record(c *candidate, i int, key string, hit bool) bool {
 	if i < len(tm.next) {
 		tm.next[i] = e
 	}
+	c.memo = e
 	return true
 }
 

@@ -180,6 +180,36 @@ type Resource struct {
 	hash          uint64
 }
 
+// Entry is the host's entry of a resource's key: the host hands it to
+// the stream with Resource.Keep, and the stream's decode memo, which
+// finds a resource by its place in the last response or by its key,
+// hands it back with the resource the next time (Resource.Entry): the
+// host's cache is searched once per key, not once per response. The
+// host must check that an entry handed back is still its entry of the
+// key.
+type Entry interface {
+	// EntryKey is the entry's cache key.
+	EntryKey() string
+}
+
+// Entry returns the host's entry of the resource's key, as the host
+// kept it (Keep) when the stream last handed the key over, or nil.
+func (r *Resource) Entry() Entry {
+	if r.memo == nil {
+		return nil
+	}
+	return r.memo.entry
+}
+
+// Keep has the stream keep e, the host's entry of the resource's key,
+// for the next resource of that key (Entry). Called from Host.Apply,
+// while the stream holds its memo.
+func (r *Resource) Keep(e Entry) {
+	if r.memo != nil {
+		r.memo.entry = e
+	}
+}
+
 // ResourceError is one xRFC TP3 entry.
 type ResourceError struct {
 	Key     string

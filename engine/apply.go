@@ -16,7 +16,8 @@ import (
 )
 
 // The response path's second stage: wire's decoded parts are applied, one
-// per critical section; notifications hold the gate, run outside the lock.
+// per critical section; the notifications of a response hold its gate
+// (Engine.gate) and run outside the lock.
 
 func (c *channel) applyLocked(p wire.Part) {
 	if p.First {
@@ -76,7 +77,7 @@ func (c *channel) applyResourceLocked(r *wire.Response, res *wire.Resource, en *
 	}
 	if res.Err != nil {
 		nack := e.newError(KindNACK, codes.InvalidArgument, en, c, fmt.Errorf("invalid resource: %w", res.Err))
-		e.onDataErrorLocked(en, nack, features.ReasonNACK, version, c, r.Gate)
+		e.onDataErrorLocked(en, nack, features.ReasonNACK, version, c)
 		return
 	}
 	if c.holdsLocked(en, res.Raw) {
@@ -84,7 +85,7 @@ func (c *channel) applyResourceLocked(r *wire.Response, res *wire.Resource, en *
 		e.keepLocked(en, res.TTL)
 		return
 	}
-	e.onValidLocked(en, res.Value, res.Raw, version, r.Received, c, r.Gate)
+	e.onValidLocked(en, res.Value, res.Raw, version, r.Received, c)
 	e.keepLocked(en, res.TTL)
 }
 
@@ -129,20 +130,20 @@ func (c *channel) finishLocked(r *wire.Response) {
 		c.versions[r.TypeURL] = r.Version
 	}
 	if c.reconnected {
-		c.clearConnectivityErrorsLocked(r.Gate)
+		c.clearConnectivityErrorsLocked()
 	}
 	c.storeConfirmLocked(r)
 	if c.globsTouched.Len() > 0 {
-		c.deliverGlobsLocked(r.Version, r.Received, r.Gate)
+		c.deliverGlobsLocked(r.Version, r.Received)
 	}
 	if a := c.e.auths.OldStyle; a.active() == c {
 		for _, ww := range a.wildcards[r.TypeURL] {
-			c.e.scheduleLocked(&notice{h: &watch{w: wildcardEntry{ww, ""}}, isAmbient: true}, r.Gate)
+			c.e.scheduleLocked(&notice{h: &watch{w: wildcardEntry{ww, ""}}, isAmbient: true})
 		}
 	}
 	c.e.metrics.Add(metrics.Valid, r.Valid, c.server.URI, r.TypeURL)
 	c.e.metrics.Add(metrics.Invalid, r.Invalid, c.server.URI, r.TypeURL)
-	c.e.notices.End() // its notices are all made
+	c.e.endNoticesLocked()
 }
 
 // applyResourceErrorLocked applies an xRFC TP3 entry (A88: NOT_FOUND and
@@ -156,7 +157,7 @@ func (c *channel) applyResourceErrorLocked(r *wire.Response, re wire.ResourceErr
 	c.coverLocked(en)
 	code := codes.Code(re.Code)
 	err := e.newError(KindServerReported, code, en, c, fmt.Errorf("xDS server reported %s: %s", code, re.Message))
-	e.onDataErrorLocked(en, err, features.ReasonServerReported, r.Version, c, r.Gate)
+	e.onDataErrorLocked(en, err, features.ReasonServerReported, r.Version, c)
 }
 
 // applyDeletionsLocked deletes, for all-resources-required types (LDS,
@@ -211,7 +212,7 @@ func (c *channel) deletedLocked(r *wire.Response, en *entry) {
 		c.e.dropStoredLocked(en) // never received from this server: it does not exist
 	}
 	err := c.e.newError(KindDeleted, codes.NotFound, en, c, errors.New("resource deleted by the xDS server"))
-	c.e.onDataErrorLocked(en, err, features.ReasonDeletion, r.Version, c, r.Gate)
+	c.e.onDataErrorLocked(en, err, features.ReasonDeletion, r.Version, c)
 }
 
 // unreadableLocked tells the watchers of an unreadable (NACKed)
@@ -229,7 +230,7 @@ func (c *channel) unreadableLocked(r *wire.Response) {
 				continue
 			}
 			err := e.newError(KindNACK, codes.InvalidArgument, en, c, r.Unreadable)
-			e.onUnattributedNACKLocked(en, err, r.Gate)
+			e.onUnattributedNACKLocked(en, err)
 		}
 	}
 }
@@ -259,7 +260,7 @@ func (c *channel) applyMemberLocked(typeURL, key string, value registry.Resource
 	c.globsTouched.Add(ge)
 }
 
-func (c *channel) deliverGlobsLocked(version string, received time.Time, gate *wire.Gate) {
+func (c *channel) deliverGlobsLocked(version string, received time.Time) {
 	e := c.e
 	for _, ge := range c.globsTouched.Take(func(ge *entry) string { return ge.name }) {
 		if ge.watchers == nil && ge.orphaned {
@@ -268,13 +269,13 @@ func (c *channel) deliverGlobsLocked(version string, received time.Time, gate *w
 		if err := ge.glob.TakeErr(); err != nil {
 			nack := e.newError(KindNACK, codes.InvalidArgument, ge, c, err)
 			ge.fail = ge.fail.WithAmbient(nack)
-			e.notifyAmbientLocked(ge, nack, gate)
+			e.notifyAmbientLocked(ge, nack)
 			continue
 		}
 		coll := ge.glob.Collection(ge.name)
 		ge.version, ge.updated, ge.state, ge.source = version, received, StateACKed, c
 		ge.fail = nil
 		ge.value = coll
-		e.notifyChangedLocked(ge, coll, nil, gate)
+		e.notifyChangedLocked(ge, coll, nil)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/xdsengine/xdsengine/engine/internal/failure"
 	"github.com/xdsengine/xdsengine/engine/internal/glob"
 	"github.com/xdsengine/xdsengine/engine/internal/keep"
-	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 )
@@ -95,7 +94,7 @@ func (en *entry) storedOrigin() *keep.Stored {
 
 // onValidLocked stores a valid resource and tells the watchers: the new
 // resource when it changed, or a cleared ambient error when it did not.
-func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, version string, received time.Time, c *channel, gate *wire.Gate) {
+func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, version string, received time.Time, c *channel) {
 	identical := en.value != nil && (bytes.Equal(en.raw, raw) || resourcesEqual(en.value, value))
 	hadAmbient := en.fail.AmbientError() != nil
 	en.version = version
@@ -106,12 +105,12 @@ func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, v
 	en.raw = raw
 	if identical {
 		if hadAmbient {
-			e.notifyAmbientLocked(en, nil, gate)
+			e.notifyAmbientLocked(en, nil)
 		}
 		return
 	}
 	en.value = value
-	e.notifyChangedLocked(en, value, nil, gate)
+	e.notifyChangedLocked(en, value, nil)
 }
 
 func resourcesEqual(a, b registry.Resource) bool {
@@ -123,7 +122,7 @@ func resourcesEqual(a, b registry.Resource) bool {
 // table): the state and error are recorded; on a data error the server's
 // features keep or drop a cached resource (a transient TP3 error keeps
 // it); watchers are told (notifyErrorLocked).
-func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason, version string, c *channel, gate *wire.Gate) {
+func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason, version string, c *channel) {
 	en.state = CacheState(cachestate.AfterDataError(reason))
 	if en.value != nil {
 		action := features.Keep
@@ -149,28 +148,28 @@ func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason
 		}
 	}
 	en.fail = en.fail.WithError(err, version, e.clock.Now())
-	e.notifyErrorLocked(en, err, gate)
+	e.notifyErrorLocked(en, err)
 }
 
 // onUnattributedNACKLocked records a NACK of an unreadable response of the
 // entry's type: NACKED, watchers told, but a cached resource is kept
 // whatever the server's features say: the response may not have held it.
-func (e *Engine) onUnattributedNACKLocked(en *entry, err *Error, gate *wire.Gate) {
+func (e *Engine) onUnattributedNACKLocked(en *entry, err *Error) {
 	en.state = StateNACKed
 	en.fail = en.fail.WithError(err, "", e.clock.Now())
-	e.notifyErrorLocked(en, err, gate)
+	e.notifyErrorLocked(en, err)
 }
 
 // notifyErrorLocked tells the watchers of an error the A88 way: an
 // ambient error while a resource is cached, a changed error otherwise.
-func (e *Engine) notifyErrorLocked(en *entry, err *Error, gate *wire.Gate) {
+func (e *Engine) notifyErrorLocked(en *entry, err *Error) {
 	if en.value != nil {
 		en.fail = en.fail.WithAmbient(err)
-		e.notifyAmbientLocked(en, err, gate)
+		e.notifyAmbientLocked(en, err)
 		return
 	}
 	en.fail = en.fail.WithAmbient(nil)
-	e.notifyChangedLocked(en, nil, err, gate)
+	e.notifyChangedLocked(en, nil, err)
 }
 
 // onTimerLocked handles the does-not-exist timer's expiry for an uncached
@@ -194,7 +193,7 @@ func (e *Engine) onTimerLocked(en *entry, c *channel) {
 	}
 	en.fail = en.fail.WithError(err, "", time.Time{})
 	e.log.Info("xDS resource not received in time", "type", en.typ.ShortName(), "name", en.name, "server", c.server.URI, "state", en.state.String())
-	e.notifyChangedLocked(en, nil, err, nil)
+	e.notifyChangedLocked(en, nil, err)
 }
 
 func (e *Engine) newError(kind Kind, code codes.Code, en *entry, c *channel, cause error) *Error {
@@ -206,95 +205,4 @@ func (e *Engine) newError(kind Kind, code codes.Code, en *entry, c *channel, cau
 		err.ServerURI, err.server = c.server.URI, &c.server
 	}
 	return err
-}
-
-// notice is one watcher callback, run on the serializer: a change
-// (resource or err, with its origin) or an ambient error. One object holds
-// all it needs, its gate hold too: a large response makes one per resource.
-type notice struct {
-	h         *watch
-	resource  registry.Resource
-	err       error
-	origin    *origin // nil for an ambient error
-	isAmbient bool
-	hold      wire.Hold
-	done      func()
-}
-
-func (n *notice) update() Update {
-	u := Update{Resource: n.resource, Err: n.err}
-	if o := n.origin; o != nil {
-		u.Version, u.Received, u.FromStore = o.version, o.received, o.stored
-		if o.server != nil {
-			u.Server = *o.server
-		}
-	}
-	return u
-}
-
-// About names the notice's resource in a report of slow watchers.
-func (n *notice) About() wire.Pending {
-	return wire.Pending{TypeURL: n.h.entry.typ.TypeURL, Name: n.h.entry.name}
-}
-
-func noDone() {}
-
-func (n *notice) Run() {
-	switch {
-	case n.h.canceled.Load():
-		n.done()
-	case n.isAmbient:
-		n.h.w.OnAmbientError(n.err, n.done)
-	default:
-		// deliverChange, without an Update for a watcher that takes only
-		// the resource and error: an Update built and passed is read back
-		// wide from the narrow stores that just wrote it, a stall each.
-		if uw, ok := n.h.w.(UpdateWatcher); ok {
-			uw.OnUpdate(n.update(), n.done)
-		} else {
-			n.h.w.OnResourceChanged(n.resource, n.err, n.done)
-		}
-	}
-}
-
-// scheduleLocked schedules n. A non-nil gate holds the stream's next read
-// until the callback calls done.
-func (e *Engine) scheduleLocked(n *notice, gate *wire.Gate) {
-	n.done = noDone
-	if gate != nil {
-		gate.Hold(&n.hold, n)
-		n.done = n.hold.Release
-	}
-	if !e.ser.ScheduleJob(n) {
-		n.done()
-	}
-}
-
-func (e *Engine) notifyChangedLocked(en *entry, r registry.Resource, err error, gate *wire.Gate) {
-	if len(en.watchers) == 0 {
-		return
-	}
-	o := e.originLocked(en, err)
-	for _, h := range en.watchers {
-		n := e.newNoticeLocked(gate)
-		n.h, n.resource, n.err, n.origin = h, r, err, o
-		e.scheduleLocked(n, gate)
-	}
-}
-
-func (e *Engine) notifyAmbientLocked(en *entry, err error, gate *wire.Gate) {
-	for _, h := range en.watchers {
-		n := e.newNoticeLocked(gate)
-		n.h, n.err, n.isAmbient = h, err, true
-		e.scheduleLocked(n, gate)
-	}
-}
-
-// newNoticeLocked returns a zero notice; those of a response (gate) come
-// from chunks.
-func (e *Engine) newNoticeLocked(gate *wire.Gate) *notice {
-	if gate == nil {
-		return new(notice)
-	}
-	return e.notices.New(gate)
 }

@@ -224,12 +224,12 @@ func (c *channel) quietLocked(typeURLs []string) {
 		for _, a := range c.authsLocked(true) {
 			c.e.notifyWildcardsLocked(a, nil)
 		}
-		c.clearConnectivityErrorsLocked(nil)
+		c.clearConnectivityErrorsLocked()
 	}
 	if a := c.e.auths.OldStyle; a.active() == c {
 		for _, typeURL := range typeURLs {
 			for _, ww := range a.wildcards[typeURL] {
-				c.e.scheduleLocked(&notice{h: &watch{w: wildcardEntry{ww, ""}}, isAmbient: true}, nil)
+				c.e.scheduleLocked(&notice{h: &watch{w: wildcardEntry{ww, ""}}, isAmbient: true})
 			}
 		}
 	}
@@ -239,13 +239,13 @@ func (c *channel) quietLocked(typeURLs []string) {
 // from this incremental server that it is back. A SotW server re-sends
 // every resource, which clears the error; a delta server leaves out what
 // initial_resource_versions showed unchanged, and its silence confirms it.
-func (c *channel) clearConnectivityErrorsLocked(gate *wire.Gate) {
+func (c *channel) clearConnectivityErrorsLocked() {
 	c.reconnected = false
 	for _, a := range c.authsLocked(true) {
 		for en := range a.entries() {
 			if en.source == c && en.value != nil && KindOf(en.fail.AmbientError()) == KindConnectivity {
 				en.fail = en.fail.WithAmbient(nil)
-				c.e.notifyAmbientLocked(en, nil, gate)
+				c.e.notifyAmbientLocked(en, nil)
 			}
 		}
 	}
@@ -317,7 +317,7 @@ func (e *Engine) channelErrorFor(c *channel, en *entry) *Error {
 func (e *Engine) notifyChannelErrorLocked(a *authority, c *channel) {
 	for en := range a.entries() {
 		if len(en.watchers) > 0 {
-			e.notifyErrorLocked(en, e.channelErrorFor(c, en), nil)
+			e.notifyErrorLocked(en, e.channelErrorFor(c, en))
 		}
 	}
 }

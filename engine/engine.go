@@ -16,7 +16,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
-	"github.com/xdsengine/xdsengine/engine/internal/alloc"
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/engine/internal/node"
 	"github.com/xdsengine/xdsengine/engine/internal/oplock"
@@ -83,9 +82,14 @@ type Engine struct {
 	// entries made or removed, authorities moving between servers (see
 	// applyDeletionsLocked).
 	servedGen uint64
-	notices   alloc.Chunks[*wire.Gate, notice] // of the response being applied
-	origins   alloc.Shared[origin]
-	lastGood  *lastGood
+	// gate is the gate of the response a part of which is being applied
+	// (streamHost.Apply), nil at any other time: the notices made meanwhile
+	// hold it (scheduleLocked). noticeChunk and lastOrigin save the
+	// response path allocations (newNoticeLocked, sharedOrigin).
+	gate        *wire.Gate
+	noticeChunk noticeChunk
+	lastOrigin  *origin
+	lastGood    *lastGood
 }
 
 // Config configures an Engine, which does not modify it: a Config may be

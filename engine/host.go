@@ -31,7 +31,16 @@ func (h *streamHost) Subscription(typeURL string) (sub wire.Subscription) {
 	return sub
 }
 
-func (h *streamHost) Apply(p wire.Part) { h.locked(func(c *channel) { c.applyLocked(p) }) }
+// Apply applies a part with its response's gate as the engine's (see
+// notify.go); the stream holds its decode memo meanwhile, which the
+// engine touches only through p's resources (Resource.Keep).
+func (h *streamHost) Apply(p wire.Part) {
+	h.locked(func(c *channel) {
+		c.e.gate = p.Gate
+		defer func() { c.e.gate = nil }()
+		c.applyLocked(p)
+	})
+}
 
 func (h *streamHost) Timeout(typeURL string, names []string) {
 	h.locked(func(c *channel) {

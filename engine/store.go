@@ -302,7 +302,7 @@ func (c *channel) storeConfirmLocked(r *wire.Response) {
 			}
 			if en.fail.AmbientError() != nil {
 				en.fail = en.fail.WithAmbient(nil)
-				c.e.notifyAmbientLocked(en, nil, r.Gate)
+				c.e.notifyAmbientLocked(en, nil)
 			}
 			return true
 		})
@@ -353,9 +353,9 @@ func (e *Engine) useStoreLocked(a *authority, ambient bool) {
 		if len(en.watchers) == 0 || !e.serveStoredLocked(en) {
 			continue
 		}
-		e.notifyChangedLocked(en, en.value, nil, nil)
+		e.notifyChangedLocked(en, en.value, nil)
 		if ambient {
-			e.notifyAmbientLocked(en, en.fail.AmbientError(), nil)
+			e.notifyAmbientLocked(en, en.fail.AmbientError())
 		}
 	}
 }

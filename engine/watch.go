@@ -165,9 +165,9 @@ func (e *Engine) addChannelLocked(a *authority) *channel {
 func (e *Engine) deliverCurrentLocked(h *watch) {
 	en := h.entry
 	if en.value != nil {
-		e.scheduleLocked(&notice{h: h, resource: en.value, origin: e.originLocked(en, nil)}, nil)
+		e.scheduleLocked(&notice{h: h, resource: en.value, origin: e.originLocked(en, nil)})
 		if amb := en.fail.AmbientError(); amb != nil {
-			e.scheduleLocked(&notice{h: h, err: amb, isAmbient: true}, nil)
+			e.scheduleLocked(&notice{h: h, err: amb, isAmbient: true})
 		}
 		return
 	}
@@ -176,7 +176,7 @@ func (e *Engine) deliverCurrentLocked(h *watch) {
 		err = e.channelErrorFor(act, en)
 	}
 	if err != nil {
-		e.scheduleLocked(&notice{h: h, err: err, origin: e.originLocked(en, err)}, nil)
+		e.scheduleLocked(&notice{h: h, err: err, origin: e.originLocked(en, err)})
 	}
 }
 
@@ -348,7 +348,7 @@ func (en *entry) named() bool {
 func (e *Engine) notifyWildcardsLocked(a *authority, err error) {
 	for _, wws := range a.wildcards {
 		for _, ww := range wws {
-			e.scheduleLocked(&notice{h: &watch{w: wildcardEntry{ww, ""}}, err: err, isAmbient: true}, nil)
+			e.scheduleLocked(&notice{h: &watch{w: wildcardEntry{ww, ""}}, err: err, isAmbient: true})
 		}
 	}
 }

@@ -223,41 +223,6 @@ func deliverChange(w ResourceWatcher, u Update, done func()) {
 	w.OnResourceChanged(u.Resource, u.Err, done)
 }
 
-// origin is an Update's version, server and time. The notifications of
-// one response share one, rather than each holding two more strings and
-// a time.
-type origin struct {
-	version  string
-	server   *bootstrap.ServerConfig // nil when no server
-	received time.Time
-	stored   bool
-}
-
-// originLocked returns the origin of en's cached resource, or of err.
-func (e *Engine) originLocked(en *entry, err error) *origin {
-	if err == nil {
-		var server *bootstrap.ServerConfig
-		sv := en.storedOrigin()
-		if en.source != nil {
-			server = &en.source.server
-		} else if sv != nil {
-			server = sv.Server
-		}
-		return e.origins.Of(origin{version: en.version, server: server, received: en.updated, stored: sv != nil})
-	}
-	var o origin
-	if xe, ok := err.(*Error); ok {
-		o.server = xe.server
-		if f := en.fail; f != nil && xe == f.Err {
-			o.version, o.received = f.FailedVersion, f.FailedAt
-		}
-	}
-	if o.received.IsZero() {
-		o.received = e.clock.Now()
-	}
-	return e.origins.Of(o)
-}
-
 // OnUpdate converts the update to T for the TypedWatcher.
 func (t typedWatcher[T]) OnUpdate(u Update, done func()) {
 	tu := TypedUpdate[T]{Err: u.Err, Version: u.Version, Server: u.Server, Received: u.Received, FromStore: u.FromStore}

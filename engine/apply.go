@@ -89,14 +89,6 @@ func (c *channel) applyResourceLocked(r *wire.Response, res *wire.Resource, en *
 	e.keepLocked(en, res.TTL)
 }
 
-// holdsLocked reports whether en holds raw's very array (the decode memo
-// hands it again for equal bytes) as an accepted value from c, with no
-// error or ambient error.
-func (c *channel) holdsLocked(en *entry, raw []byte) bool {
-	return en.value != nil && en.source == c && en.state == StateACKed && en.fail == nil &&
-		len(raw) > 0 && len(en.raw) == len(raw) && &en.raw[0] == &raw[0]
-}
-
 // beginApplyLocked starts a response: its mark, which the entries it
 // names take (coverLocked).
 func (c *channel) beginApplyLocked() {
@@ -268,13 +260,13 @@ func (c *channel) deliverGlobsLocked(version string, received time.Time) {
 		}
 		if err := ge.glob.TakeErr(); err != nil {
 			nack := e.newError(KindNACK, codes.InvalidArgument, ge, c, err)
-			ge.fail = ge.fail.WithAmbient(nack)
+			ge.notes = ge.notes.withAmbient(nack)
 			e.notifyAmbientLocked(ge, nack)
 			continue
 		}
 		coll := ge.glob.Collection(ge.name)
 		ge.version, ge.updated, ge.state, ge.source = version, received, StateACKed, c
-		ge.fail = nil
+		ge.notes = nil
 		ge.value = coll
 		e.notifyChangedLocked(ge, coll, nil)
 	}

@@ -243,8 +243,8 @@ func (c *channel) clearConnectivityErrorsLocked() {
 	c.reconnected = false
 	for _, a := range c.authsLocked(true) {
 		for en := range a.entries() {
-			if en.source == c && en.value != nil && KindOf(en.fail.AmbientError()) == KindConnectivity {
-				en.fail = en.fail.WithAmbient(nil)
+			if en.source == c && en.value != nil && KindOf(en.notes.ambientError()) == KindConnectivity {
+				en.notes = en.notes.withAmbient(nil)
 				c.e.notifyAmbientLocked(en, nil)
 			}
 		}

@@ -142,13 +142,6 @@ func (c *channel) subscriptionLocked(typeURL string) wire.Subscription {
 	return sub
 }
 
-// awaited reports whether en waits for its server to send it: nothing is
-// cached, or only what the last-known-good store served before a server
-// of its authority answered (see storeAnsweredLocked).
-func (en *entry) awaited() bool {
-	return en.value == nil || en.storedOrigin() != nil && en.auth.answered
-}
-
 func (c *channel) collectNamesLocked(typeURL string) []string {
 	n := 0 // a bound: orphaned entries are counted
 	for a := range c.auths {

@@ -157,8 +157,8 @@ func (e *Engine) originLocked(en *entry, err error) *origin {
 	var o origin
 	if xe, ok := err.(*Error); ok {
 		o.server = xe.server
-		if f := en.fail; f != nil && xe == f.Err {
-			o.version, o.received = f.FailedVersion, f.FailedAt
+		if f := en.notes; f != nil && xe == f.err {
+			o.version, o.received = f.failedVersion, f.failedAt
 		}
 	}
 	if o.received.IsZero() {

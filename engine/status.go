@@ -118,11 +118,11 @@ func (e *Engine) Dump() *statuspb.ClientConfig {
 func snapshotLocked(en *entry) dump.Entry {
 	s := dump.Entry{TypeURL: en.typ.TypeURL, Name: en.name, Status: en.state.ClientStatus(), Cached: en.value != nil,
 		Version: en.version, Raw: en.raw, Updated: en.updated}
-	if f := en.fail; f != nil && f.Err != nil {
-		s.Err, s.FailedVersion, s.FailedAt = f.Err, f.FailedVersion, f.FailedAt
-	} else if en.storedOrigin() != nil && f.Ambient != nil {
+	if f := en.notes; f != nil && f.err != nil {
+		s.Err, s.FailedVersion, s.FailedAt = f.err, f.failedVersion, f.failedAt
+	} else if en.storedOrigin() != nil && f.ambient != nil {
 		// CSDS has no word for a stored resource: its error state says so, and since when.
-		s.Err, s.FailedAt = f.Ambient, f.ServedSince
+		s.Err, s.FailedAt = f.ambient, f.servedSince
 	}
 	return s
 }

@@ -300,21 +300,13 @@ func (c *channel) storeConfirmLocked(r *wire.Response) {
 			case en.typ.TypeURL != r.TypeURL:
 				return false
 			}
-			if en.fail.AmbientError() != nil {
-				en.fail = en.fail.WithAmbient(nil)
+			if en.notes.ambientError() != nil {
+				en.notes = en.notes.withAmbient(nil)
 				c.e.notifyAmbientLocked(en, nil)
 			}
 			return true
 		})
 	}
-}
-
-// dropStoredLocked takes what the store served out of en, whose server
-// now answers and says that the resource does not exist: it is forgotten,
-// and en is left as if nothing had been cached.
-func (e *Engine) dropStoredLocked(en *entry) {
-	e.forgetLocked(en)
-	en.value, en.raw, en.version, en.fail = nil, nil, "", nil
 }
 
 // serveStoredLocked gives an entry with no resource the stored one, if
@@ -331,8 +323,8 @@ func (e *Engine) serveStoredLocked(en *entry) bool {
 	}
 	en.value, en.raw, en.version, en.updated = sv.Value, sv.Raw, sv.Version, sv.Received
 	en.state, en.source = StateACKed, nil
-	en.fail = en.fail.WithStored(sv, e.clock.Now())
-	en.fail = en.fail.WithAmbient(e.channelErrorFor(en.auth.active(), en))
+	en.notes = en.notes.withStored(sv, e.clock.Now())
+	en.notes = en.notes.withAmbient(e.channelErrorFor(en.auth.active(), en))
 	e.metrics.Add(metrics.Served, 1, sv.Server.URI, en.typ.TypeURL)
 	return true
 }
@@ -355,7 +347,7 @@ func (e *Engine) useStoreLocked(a *authority, ambient bool) {
 		}
 		e.notifyChangedLocked(en, en.value, nil)
 		if ambient {
-			e.notifyAmbientLocked(en, en.fail.AmbientError())
+			e.notifyAmbientLocked(en, en.notes.ambientError())
 		}
 	}
 }

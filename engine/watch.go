@@ -166,12 +166,12 @@ func (e *Engine) deliverCurrentLocked(h *watch) {
 	en := h.entry
 	if en.value != nil {
 		e.scheduleLocked(&notice{h: h, resource: en.value, origin: e.originLocked(en, nil)})
-		if amb := en.fail.AmbientError(); amb != nil {
+		if amb := en.notes.ambientError(); amb != nil {
 			e.scheduleLocked(&notice{h: h, err: amb, isAmbient: true})
 		}
 		return
 	}
-	err := en.fail.LastError()
+	err := en.notes.lastError()
 	if act := en.auth.active(); err == nil && act != nil && act.status != nil && !e.storeHoldsLocked() {
 		err = e.channelErrorFor(act, en)
 	}
@@ -335,12 +335,6 @@ func (e *Engine) cancelAllLocked(ww *wildcard, typ *registry.ResourceType) {
 		e.cancelLocked(h)
 	}
 	e.releaseIfIdleLocked(a)
-}
-
-// named reports whether en is watched by name, not only through
-// wildcards: only such an entry is subscribed by its name.
-func (en *entry) named() bool {
-	return slices.ContainsFunc(en.watchers, func(h *watch) bool { return !h.wild })
 }
 
 // notifyWildcardsLocked tells an authority's wildcard watchers of their

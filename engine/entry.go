@@ -3,13 +3,12 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"time"
 
 	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	"google.golang.org/grpc/codes"
 
-	"github.com/xdsengine/xdsengine/engine/internal/cachestate"
-	"github.com/xdsengine/xdsengine/engine/internal/failure"
 	"github.com/xdsengine/xdsengine/engine/internal/glob"
 	"github.com/xdsengine/xdsengine/engine/internal/keep"
 	"github.com/xdsengine/xdsengine/features"
@@ -46,12 +45,55 @@ func (s CacheState) String() string {
 	return fmt.Sprintf("CacheState(%d)", int(s))
 }
 
+// cacheStates is A88's table, in CacheState's order: what CSDS calls each
+// state, and its grpc.xds.cache_state metric labels (A78 as A88 extends
+// it) for a resource not cached and one cached.
+var cacheStates = [...]struct {
+	csds               adminpb.ClientResourceStatus
+	label, cachedLabel string
+}{
+	StateRequested:     {adminpb.ClientResourceStatus_REQUESTED, "requested", "requested"},
+	StateDoesNotExist:  {adminpb.ClientResourceStatus_DOES_NOT_EXIST, "does_not_exist", "does_not_exist_but_cached"},
+	StateACKed:         {adminpb.ClientResourceStatus_ACKED, "acked", "acked"},
+	StateNACKed:        {adminpb.ClientResourceStatus_NACKED, "nacked", "nacked_but_cached"},
+	StateReceivedError: {adminpb.ClientResourceStatus_RECEIVED_ERROR, "received_error", "received_error_but_cached"},
+	StateTimeout:       {adminpb.ClientResourceStatus_TIMEOUT, "timeout", "timeout"},
+}
+
+func (s CacheState) known() bool { return s >= 0 && int(s) < len(cacheStates) }
+
 // ClientStatus maps the state to CSDS's ClientResourceStatus.
-func (s CacheState) ClientStatus() adminpb.ClientResourceStatus { return cachestate.Status(int(s)) }
+func (s CacheState) ClientStatus() adminpb.ClientResourceStatus {
+	if !s.known() {
+		return adminpb.ClientResourceStatus_UNKNOWN
+	}
+	return cacheStates[s].csds
+}
 
 // MetricLabel is the grpc.xds.cache_state label of gRFC A78 as extended by
 // A88: a state, and whether a resource is cached in it.
-func (s CacheState) MetricLabel(cached bool) string { return cachestate.Label(int(s), cached) }
+func (s CacheState) MetricLabel(cached bool) string {
+	switch {
+	case !s.known():
+		return "unknown"
+	case cached:
+		return cacheStates[s].cachedLabel
+	}
+	return cacheStates[s].label
+}
+
+// stateAfter is the state a data error of reason leaves an entry in:
+// NACKED, DOES_NOT_EXIST after a deletion, RECEIVED_ERROR after an xRFC
+// TP3 error.
+func stateAfter(reason features.Reason) CacheState {
+	switch reason {
+	case features.ReasonDeletion:
+		return StateDoesNotExist
+	case features.ReasonServerReported:
+		return StateReceivedError
+	}
+	return StateNACKed
+}
 
 // entry is the cache entry of one (type, name): the resource in use and
 // the last error, held independently (A88), and the watchers.
@@ -70,10 +112,11 @@ type entry struct {
 	updated time.Time
 
 	state CacheState
-	// fail (the last error and ambient error) and glob (a glob collection's
-	// members) are nil in most entries, which need not carry their fields.
-	fail *failure.Record[*Error]
-	glob *glob.Members
+	// notes (the last error, the ambient error, where a resource served
+	// from the store came from) and glob (a glob collection's members) are
+	// nil in most entries, which need not carry their fields.
+	notes *entryNotes
+	glob  *glob.Members
 	// coveredBy is the mark of the last response that named the entry
 	// (channel.applyMark): see applyDeletionsLocked.
 	coveredBy uint64
@@ -89,18 +132,18 @@ func (en *entry) storedOrigin() *keep.Stored {
 	if en.value == nil || en.source != nil {
 		return nil
 	}
-	return en.fail.FromStore()
+	return en.notes.fromStore()
 }
 
 // onValidLocked stores a valid resource and tells the watchers: the new
 // resource when it changed, or a cleared ambient error when it did not.
 func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, version string, received time.Time, c *channel) {
 	identical := en.value != nil && (bytes.Equal(en.raw, raw) || resourcesEqual(en.value, value))
-	hadAmbient := en.fail.AmbientError() != nil
+	hadAmbient := en.notes.ambientError() != nil
 	en.version = version
 	en.updated = received
 	en.state = StateACKed
-	en.fail = nil
+	en.notes = nil
 	en.source = c
 	en.raw = raw
 	if identical {
@@ -123,7 +166,7 @@ func resourcesEqual(a, b registry.Resource) bool {
 // features keep or drop a cached resource (a transient TP3 error keeps
 // it); watchers are told (notifyErrorLocked).
 func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason, version string, c *channel) {
-	en.state = CacheState(cachestate.AfterDataError(reason))
+	en.state = stateAfter(reason)
 	if en.value != nil {
 		action := features.Keep
 		legacyDeletion := e.switches.DisableDataErrorHandling && reason == features.ReasonDeletion
@@ -147,7 +190,7 @@ func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason
 			return
 		}
 	}
-	en.fail = en.fail.WithError(err, version, e.clock.Now())
+	en.notes = en.notes.withError(err, version, e.clock.Now())
 	e.notifyErrorLocked(en, err)
 }
 
@@ -156,7 +199,7 @@ func (e *Engine) onDataErrorLocked(en *entry, err *Error, reason features.Reason
 // whatever the server's features say: the response may not have held it.
 func (e *Engine) onUnattributedNACKLocked(en *entry, err *Error) {
 	en.state = StateNACKed
-	en.fail = en.fail.WithError(err, "", e.clock.Now())
+	en.notes = en.notes.withError(err, "", e.clock.Now())
 	e.notifyErrorLocked(en, err)
 }
 
@@ -164,11 +207,11 @@ func (e *Engine) onUnattributedNACKLocked(en *entry, err *Error) {
 // ambient error while a resource is cached, a changed error otherwise.
 func (e *Engine) notifyErrorLocked(en *entry, err *Error) {
 	if en.value != nil {
-		en.fail = en.fail.WithAmbient(err)
+		en.notes = en.notes.withAmbient(err)
 		e.notifyAmbientLocked(en, err)
 		return
 	}
-	en.fail = en.fail.WithAmbient(nil)
+	en.notes = en.notes.withAmbient(nil)
 	e.notifyChangedLocked(en, nil, err)
 }
 
@@ -191,7 +234,7 @@ func (e *Engine) onTimerLocked(en *entry, c *channel) {
 		en.state = StateDoesNotExist
 		err = e.newError(KindDoesNotExist, codes.NotFound, en, c, fmt.Errorf("resource does not exist (not received within %v)", t.Timeout))
 	}
-	en.fail = en.fail.WithError(err, "", time.Time{})
+	en.notes = en.notes.withError(err, "", time.Time{})
 	e.log.Info("xDS resource not received in time", "type", en.typ.ShortName(), "name", en.name, "server", c.server.URI, "state", en.state.String())
 	e.notifyChangedLocked(en, nil, err)
 }
@@ -205,4 +248,113 @@ func (e *Engine) newError(kind Kind, code codes.Code, en *entry, c *channel, cau
 		err.ServerURI, err.server = c.server.URI, &c.server
 	}
 	return err
+}
+
+// dropStoredLocked takes what the store served out of en, whose server
+// now answers and says that the resource does not exist: it is forgotten,
+// and en is left as if nothing had been cached.
+func (e *Engine) dropStoredLocked(en *entry) {
+	e.forgetLocked(en)
+	en.value, en.raw, en.version, en.notes = nil, nil, "", nil
+}
+
+// awaited reports whether en waits for its server to send it: nothing is
+// cached, or only what the last-known-good store served before a server
+// of its authority answered (see storeAnsweredLocked).
+func (en *entry) awaited() bool {
+	return en.value == nil || en.storedOrigin() != nil && en.auth.answered
+}
+
+// named reports whether en is watched by name, not only through
+// wildcards: only such an entry is subscribed by its name.
+func (en *entry) named() bool {
+	return slices.ContainsFunc(en.watchers, func(h *watch) bool { return !h.wild })
+}
+
+// holdsLocked reports whether en holds raw's very array (the decode memo
+// hands it again for equal bytes) as an accepted value from c, with no
+// error or ambient error.
+func (c *channel) holdsLocked(en *entry, raw []byte) bool {
+	return en.value != nil && en.source == c && en.state == StateACKed && en.notes == nil &&
+		len(raw) > 0 && len(en.raw) == len(raw) && &en.raw[0] == &raw[0]
+}
+
+// entryNotes is what an entry has to say when it is not plainly ACKED
+// (gRFC A88 holds the resource in use and the last error independently):
+// its last error, with the failed update's version and time; the last
+// ambient error its watchers were given (a new watcher sees it after the
+// resource); and, for a resource the last-known-good store served, where
+// it came from and since when. Most entries have nothing to say: a nil
+// *entryNotes, which every method takes.
+type entryNotes struct {
+	err           *Error
+	failedVersion string
+	failedAt      time.Time
+	ambient       error
+	stored        *keep.Stored
+	servedSince   time.Time
+}
+
+// lastError returns why the entry is not ACKED, or nil.
+func (n *entryNotes) lastError() *Error {
+	if n == nil {
+		return nil
+	}
+	return n.err
+}
+
+// ambientError returns the last ambient error the watchers were given,
+// or nil.
+func (n *entryNotes) ambientError() error {
+	if n == nil {
+		return nil
+	}
+	return n.ambient
+}
+
+// fromStore returns where a resource served from the store came from, or
+// nil.
+func (n *entryNotes) fromStore() *keep.Stored {
+	if n == nil {
+		return nil
+	}
+	return n.stored
+}
+
+// withError returns n, made if nil, with the error of an update of
+// version at a time.
+func (n *entryNotes) withError(err *Error, version string, at time.Time) *entryNotes {
+	if n == nil {
+		n = &entryNotes{}
+	}
+	n.err, n.failedVersion, n.failedAt = err, version, at
+	return n
+}
+
+// withStored returns n, made if nil, with the store's resource it serves
+// since a time.
+func (n *entryNotes) withStored(s *keep.Stored, since time.Time) *entryNotes {
+	if n == nil {
+		n = &entryNotes{}
+	}
+	n.stored, n.servedSince = s, since
+	return n
+}
+
+// withAmbient returns n with the ambient error the watchers were given;
+// nil clears it, and notes left with nothing to say are dropped (nil).
+func (n *entryNotes) withAmbient(err error) *entryNotes {
+	switch {
+	case err != nil:
+		if n == nil {
+			n = &entryNotes{}
+		}
+		n.ambient = err
+	case n != nil:
+		n.ambient = nil
+		if *n == (entryNotes{}) {
+			return nil
+		}
+	}
+	return n
 }

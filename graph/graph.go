@@ -90,7 +90,7 @@ func (g *Graph) String() string {
 				branch, childPrefix = "└─ ", "   "
 			}
 		}
-		fmt.Fprintf(&b, "%s%s%s %s", prefix, branch, g.shortName(ref.TypeURL), ref.Name)
+		fmt.Fprintf(&b, "%s%s%s %s", prefix, branch, g.reg.ShortName(ref.TypeURL), ref.Name)
 		if s, ok := n.Resource.(fmt.Stringer); ok {
 			b.WriteString(": " + s.String())
 		}
@@ -194,18 +194,4 @@ func (g *Graph) reaches(from, to registry.Ref) bool {
 		return false
 	}
 	return visit(from)
-}
-
-// shortName is a type's short name ("Listener") for display.
-func (g *Graph) shortName(typeURL string) string {
-	return shortTypeName(g.reg, typeURL)
-}
-
-func shortTypeName(reg *registry.Registry, typeURL string) string {
-	if reg != nil {
-		if t, ok := reg.Lookup(typeURL); ok {
-			return t.ShortName()
-		}
-	}
-	return typeURL[strings.LastIndexAny(typeURL, "/.")+1:]
 }

@@ -77,7 +77,7 @@ func (gw *graphWatch) resolveLocked(reachable map[registry.Ref]bool, cycle []reg
 	if cycle != nil {
 		parts := make([]string, len(cycle))
 		for i, r := range cycle {
-			parts[i] = shortTypeName(gw.reg, r.TypeURL) + " " + r.Name
+			parts[i] = gw.reg.ShortName(r.TypeURL) + " " + r.Name
 		}
 		last := cycle[len(cycle)-1]
 		return nil, &engine.Error{Kind: engine.KindDependency, Code: codes.FailedPrecondition, TypeURL: last.TypeURL, Name: last.Name,

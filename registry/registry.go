@@ -82,13 +82,22 @@ func (t ResourceType) EnabledUnder(sw features.Switches) bool {
 	return t.Enabled == nil || t.Enabled(sw)
 }
 
-// ShortName returns Name, or the message name of TypeURL when Name is empty.
+// ShortName returns Name, or, when Name is empty, the last part of
+// TypeURL's message name ("Cluster").
 func (t ResourceType) ShortName() string {
 	if t.Name != "" {
 		return t.Name
 	}
-	n := t.TypeURL[strings.LastIndexByte(t.TypeURL, '/')+1:]
+	n := TypeName(t.TypeURL)
 	return n[strings.LastIndexByte(n, '.')+1:]
+}
+
+// TypeName returns the fully qualified message name of a type URL, the
+// part after its last '/' ("envoy.config.cluster.v3.Cluster"). Any treats
+// everything before it as an opaque host, so type URLs are compared by
+// this name, and metrics label a resource type with it.
+func TypeName(typeURL string) string {
+	return typeURL[strings.LastIndexByte(typeURL, '/')+1:]
 }
 
 // ReadName returns the bytes of the name field (NameField) of the
@@ -362,6 +371,17 @@ func (r *Registry) Lookup(typeURL string) (ResourceType, bool) {
 	}
 	t, ok := r.types[typeURL]
 	return t, ok
+}
+
+// ShortName returns the short name of typeURL ("Listener"): that of the
+// type registered under it, or the last part of its message name for a
+// type r does not have (r may be nil).
+func (r *Registry) ShortName(typeURL string) string {
+	t, ok := r.Lookup(typeURL)
+	if !ok {
+		t.TypeURL = typeURL
+	}
+	return t.ShortName()
 }
 
 // TypeURLs returns the registered type URLs, sorted.

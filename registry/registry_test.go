@@ -85,6 +85,19 @@ func TestRegistry(t *testing.T) {
 	}
 }
 
+func TestTypeName(t *testing.T) {
+	for _, tt := range []struct{ url, want string }{
+		{"type.googleapis.com/envoy.config.cluster.v3.Cluster", "envoy.config.cluster.v3.Cluster"},
+		{"example.com/a/b/c.D", "c.D"},
+		{"c.D", "c.D"},
+		{"", ""},
+	} {
+		if got := registry.TypeName(tt.url); got != tt.want {
+			t.Errorf("TypeName(%q) = %q, want %q", tt.url, got, tt.want)
+		}
+	}
+}
+
 func TestShortName(t *testing.T) {
 	tests := []struct {
 		rt   registry.ResourceType
@@ -97,6 +110,31 @@ func TestShortName(t *testing.T) {
 	for _, tc := range tests {
 		if got := tc.rt.ShortName(); got != tc.want {
 			t.Errorf("ShortName(%q) = %q, want %q", tc.rt.TypeURL, got, tc.want)
+		}
+	}
+}
+
+// TestRegistryShortName: a registered type's own short name, the type
+// URL's otherwise, and a nil registry knows no type.
+func TestRegistryShortName(t *testing.T) {
+	reg, err := registry.New(
+		registry.ResourceType{TypeURL: "example.com/pkg.Named", Name: "N", Decoder: okDecoder},
+		registry.ResourceType{TypeURL: "example.com/pkg.Unnamed", Decoder: okDecoder},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		reg           *registry.Registry
+		typeURL, want string
+	}{
+		{reg, "example.com/pkg.Named", "N"},
+		{reg, "example.com/pkg.Unnamed", "Unnamed"},
+		{reg, "type.googleapis.com/envoy.config.listener.v3.Listener", "Listener"},
+		{nil, "example.com/pkg.Named", "Named"},
+	} {
+		if got := tc.reg.ShortName(tc.typeURL); got != tc.want {
+			t.Errorf("ShortName(%q) = %q, want %q", tc.typeURL, got, tc.want)
 		}
 	}
 }
@@ -246,6 +284,30 @@ func ExampleRegistry_With() {
 	_, err := base.With(registry.ResourceType{TypeURL: "type.googleapis.com/a.A", Decoder: okDecoder})
 	fmt.Println(err)
 	// Output: registry: resource type #1 (type.googleapis.com/a.A): type URL registered twice
+}
+
+// ExampleTypeName: Any takes what comes before a type URL's last '/' for
+// a host, so two type URLs name the same message when their names match.
+func ExampleTypeName() {
+	fmt.Println(registry.TypeName("type.googleapis.com/envoy.config.cluster.v3.Cluster"))
+	fmt.Println(registry.TypeName("example.com/types/envoy.config.cluster.v3.Cluster"))
+	// Output:
+	// envoy.config.cluster.v3.Cluster
+	// envoy.config.cluster.v3.Cluster
+}
+
+// ExampleRegistry_ShortName: a type URL as a program shows it, by the
+// registered type's own short name when it has one.
+func ExampleRegistry_ShortName() {
+	reg, err := registry.New(registry.ResourceType{TypeURL: "type.googleapis.com/example.v1.Policy", Name: "Policy (v1)", Decoder: okDecoder})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(reg.ShortName("type.googleapis.com/example.v1.Policy"))
+	fmt.Println(reg.ShortName("type.googleapis.com/envoy.config.listener.v3.Listener"))
+	// Output:
+	// Policy (v1)
+	// Listener
 }
 
 // ExampleResourceType_EnabledUnder: a type can depend on one of gRPC's

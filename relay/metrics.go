@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"strings"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -10,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/registry"
 )
 
 // The relay's metrics, beside its engines' (gRFC A78, one engine per
@@ -113,7 +113,7 @@ type counts struct{ keys, unreachable, open, held, subs, resources int64 }
 
 func attrs(key, typeURL string) metric.AddOption {
 	return metric.WithAttributes(attribute.String(engine.LabelTarget, key),
-		attribute.String(engine.LabelResourceType, typeURL[strings.LastIndexByte(typeURL, '/')+1:]))
+		attribute.String(engine.LabelResourceType, registry.TypeName(typeURL)))
 }
 
 func (m *metrics) nack(key, typeURL string) {

@@ -32,7 +32,9 @@
 // with TLS and RBAC, and [ServerRouteConfig] a server's routes.
 //
 // A program uses [Start] and [Server.Close] instead of NewServer. Close
-// ends every goroutine of the server.
+// ends every goroutine of the server. The package does not import testing
+// (NewServer takes a [TB]), so a program that embeds a server links no
+// test framework.
 //
 // # State of the world
 //

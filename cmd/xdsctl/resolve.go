@@ -132,7 +132,7 @@ func resolutionNotes(reg *registry.Registry, g *graph.Graph) string {
 	var b strings.Builder
 	for _, r := range clusters {
 		if note := g.ResolutionNote(r); note != clean {
-			fmt.Fprintf(&b, "  %s %s: %s\n", typeName(reg, r.TypeURL), r.Name, note)
+			fmt.Fprintf(&b, "  %s %s: %s\n", reg.ShortName(r.TypeURL), r.Name, note)
 		}
 	}
 	if b.Len() == 0 {
@@ -196,7 +196,7 @@ func awaited(reg *registry.Registry, cc *statuspb.ClientConfig) string {
 	var names []string
 	for _, g := range sortedConfigs(cc) {
 		if g.GetClientStatus() == adminpb.ClientResourceStatus_REQUESTED {
-			names = append(names, fmt.Sprintf("%s %q", typeName(reg, g.GetTypeUrl()), g.GetName()))
+			names = append(names, fmt.Sprintf("%s %q", reg.ShortName(g.GetTypeUrl()), g.GetName()))
 		}
 	}
 	if len(names) == 0 {
@@ -214,7 +214,7 @@ func cacheState(reg *registry.Registry, cc *statuspb.ClientConfig) string {
 		b.WriteString(" empty")
 	}
 	for _, g := range sortedConfigs(cc) {
-		fmt.Fprintf(&b, "\n  %s %q %s", typeName(reg, g.GetTypeUrl()), g.GetName(), stateSummary(g))
+		fmt.Fprintf(&b, "\n  %s %q %s", reg.ShortName(g.GetTypeUrl()), g.GetName(), stateSummary(g))
 		if d := g.GetErrorState().GetDetails(); d != "" {
 			fmt.Fprintf(&b, "\n    error: %s", d)
 		}

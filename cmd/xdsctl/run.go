@@ -242,12 +242,12 @@ const typeForms = "lds|listener, rds|route, cds|cluster, eds|endpoint, leds|coll
 func parseType(s string) (string, error) {
 	lower := strings.ToLower(strings.TrimSpace(s))
 	for _, t := range resourceTypes {
-		msg := strings.TrimPrefix(t.typeURL, "type.googleapis.com/")
+		msg := registry.TypeName(t.typeURL)
 		if slices.Contains(t.aliases, lower) || s == t.typeURL || s == msg {
 			return t.typeURL, nil
 		}
 		// Type URLs may have any host: the part after the last '/' counts.
-		if i := strings.LastIndexByte(s, '/'); i >= 0 && s[i+1:] == msg && strings.Contains(s[:i], ".") {
+		if host, ok := strings.CutSuffix(s, "/"+msg); ok && strings.Contains(host, ".") {
 			return t.typeURL, nil
 		}
 	}
@@ -328,17 +328,6 @@ func (f *engineFlags) engineForType(typeArg string, stderr io.Writer) (string, *
 		return "", nil, nil, err
 	}
 	return typeURL, e, reg, nil
-}
-
-// typeName is the short name of a type URL ("Listener").
-func typeName(reg *registry.Registry, typeURL string) string {
-	if reg != nil {
-		if t, ok := reg.Lookup(typeURL); ok && t.Name != "" {
-			return t.Name
-		}
-	}
-	n := typeURL[strings.LastIndexByte(typeURL, '/')+1:]
-	return n[strings.LastIndexByte(n, '.')+1:]
 }
 
 // dedupe returns names without repeats, in order.

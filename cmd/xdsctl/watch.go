@@ -62,7 +62,7 @@ func runWatch(ctx context.Context, c *command, args []string, stdout, stderr io.
 	if err != nil {
 		return fail(c, stderr, err)
 	}
-	p := &watchPrinter{e: e, typeURL: typeURL, typeName: typeName(reg, typeURL), out: stdout}
+	p := &watchPrinter{e: e, typeURL: typeURL, typeName: reg.ShortName(typeURL), out: stdout}
 	var cancels []func()
 	for _, name := range dedupe(pos[1:]) {
 		cancels = append(cancels, e.Watch(typeURL, name, engine.WatcherFuncs{

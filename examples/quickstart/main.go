@@ -162,7 +162,7 @@ func run(ctx context.Context, out io.Writer, delta bool) error {
 	if err != nil {
 		return err
 	}
-	say("resolved %s", chain(g))
+	say("resolved %s", chain(reg, g))
 	say("the whole graph:\n%s", indent(g.String()))
 
 	// 4. An update on the primary: one endpoint more in z2, and nothing
@@ -205,7 +205,7 @@ func run(ctx context.Context, out io.Writer, delta bool) error {
 	}
 	say("fallback stream closed; CSDS (client_scope %s):", e.Dump().GetClientScope())
 	for _, c := range e.Dump().GetGenericXdsConfigs() {
-		fmt.Fprintf(out, "         %-28s %-8s version %-3s %s\n", shortType(c.GetTypeUrl()), c.GetClientStatus(), c.GetVersionInfo(), c.GetName())
+		fmt.Fprintf(out, "         %-28s %-8s version %-3s %s\n", reg.ShortName(c.GetTypeUrl()), c.GetClientStatus(), c.GetVersionInfo(), c.GetName())
 	}
 	say("done")
 	return nil
@@ -215,11 +215,11 @@ var backend = registry.Ref{TypeURL: cds.TypeURL, Name: "backend"}
 
 // chain says what was resolved: the first resource at each depth, from
 // the listener down, then the endpoints.
-func chain(g *graph.Graph) string {
+func chain(reg *registry.Registry, g *graph.Graph) string {
 	var steps []string
 	g.Walk(func(depth int, n *graph.Node) {
 		if depth == len(steps) && n.Ref.TypeURL != eds.TypeURL {
-			steps = append(steps, shortType(n.Ref.TypeURL)+" "+n.Ref.Name)
+			steps = append(steps, reg.ShortName(n.Ref.TypeURL)+" "+n.Ref.Name)
 		}
 	})
 	return strings.Join(steps, " → ") + fmt.Sprintf(" → endpoints %v", endpoints(g))
@@ -269,5 +269,3 @@ func bootstrapJSON(primary, fallback string, delta bool) string {
 func indent(s string) string {
 	return "         " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n         ")
 }
-
-func shortType(typeURL string) string { return typeURL[strings.LastIndexByte(typeURL, '.')+1:] }

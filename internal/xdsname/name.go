@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/xdsengine/xdsengine/registry"
 )
 
 // Scheme is the URI scheme of new-style resource names.
@@ -224,11 +226,10 @@ func Canonical(s string) (string, error) {
 }
 
 // TypeFromURL returns the resource type an xdstp name carries for a type
-// URL: the URL without its "type.googleapis.com/" prefix. Like protobuf's
-// Any, it takes everything after the last '/', so other hosts work too;
-// a string without '/' is returned unchanged.
+// URL: its message name (registry.TypeName), as TP1 spells the type
+// segment, so that a name from a server of another host matches too.
 func TypeFromURL(typeURL string) string {
-	return typeURL[strings.LastIndexByte(typeURL, '/')+1:]
+	return registry.TypeName(typeURL)
 }
 
 // CheckType returns an error if n is an xdstp name whose type segment is

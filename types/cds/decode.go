@@ -16,7 +16,6 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/xdsengine/xdsengine/registry"
-	"github.com/xdsengine/xdsengine/types/internal/validation"
 )
 
 const aggregateConfigTypeName = "envoy.extensions.clusters.aggregate.v3.ClusterConfig"
@@ -106,7 +105,7 @@ func aggregateClusters(ct *clusterpb.Cluster_CustomClusterType, errs *registry.F
 		return nil
 	}
 	// C-core identifies the extension by its config type, not by name.
-	if validation.TypeName(tc.GetTypeUrl()) != aggregateConfigTypeName {
+	if registry.TypeName(tc.GetTypeUrl()) != aggregateConfigTypeName {
 		errs.Addf("cluster_type.typed_config.type_url", "unsupported cluster type %q; only %s is supported", tc.GetTypeUrl(), aggregateConfigTypeName)
 		return nil
 	}

@@ -18,8 +18,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
-
-	"github.com/xdsengine/xdsengine/types/internal/validation"
 )
 
 // LBPolicyKind names a gRPC load-balancing policy an xDS Cluster can
@@ -227,7 +225,7 @@ func (c lbConverter) fromPolicy(lbp *clusterpb.LoadBalancingPolicy, at string, d
 			c.errs.Add(field, "field not present")
 			return LBPolicy{}, false
 		}
-		switch typeName := validation.TypeName(tc.GetTypeUrl()); typeName {
+		switch typeName := registry.TypeName(tc.GetTypeUrl()); typeName {
 		case roundRobinPolicy:
 			return LBPolicy{Kind: LBRoundRobin}, true
 		case ringHashPolicy:
@@ -310,7 +308,7 @@ func (c lbConverter) customPolicy(b []byte, field, typeName string) (p LBPolicy,
 		}
 		typeURL, value = m.GetTypeUrl(), m.GetValue()
 	}
-	name := validation.TypeName(typeURL)
+	name := registry.TypeName(typeURL)
 	if name == "" || c.custom == nil || !c.custom(name) {
 		return LBPolicy{}, false
 	}

@@ -1,6 +1,7 @@
 package cds
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 
@@ -12,7 +13,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/types/internal/certprovider"
-	"github.com/xdsengine/xdsengine/types/internal/validation"
 )
 
 const upstreamTLSContextTypeName = "envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
@@ -83,7 +83,7 @@ func upstreamTLS(pb *clusterpb.Cluster, opts registry.DecodeOptions, errs *regis
 		errs.Add(at, "field not present")
 		return nil
 	}
-	if validation.TypeName(tc.GetTypeUrl()) != upstreamTLSContextTypeName {
+	if registry.TypeName(tc.GetTypeUrl()) != upstreamTLSContextTypeName {
 		errs.Addf(at+".type_url", "unsupported transport socket type %q; must be %s", tc.GetTypeUrl(), upstreamTLSContextTypeName)
 		return nil
 	}
@@ -165,7 +165,7 @@ func upstreamTLS(pb *clusterpb.Cluster, opts registry.DecodeOptions, errs *regis
 func validationContext(vc *tlspb.CertificateValidationContext, at string, out *UpstreamTLS, errs *registry.FieldErrors) bool {
 	//lint:ignore SA1019 match_subject_alt_names is the field gRPC reads; the typed replacement is not supported by gRPC.
 	for i, m := range vc.GetMatchSubjectAltNames() {
-		if sm, ok := stringMatcher(m, at+".match_subject_alt_names["+strconv.Itoa(i)+"]", errs); ok {
+		if sm, ok := StringMatcherFromProto(m, at+".match_subject_alt_names["+strconv.Itoa(i)+"]", errs.Add); ok {
 			out.SubjectAltNameMatchers = append(out.SubjectAltNameMatchers, sm)
 		}
 	}
@@ -195,11 +195,15 @@ func validationContext(vc *tlspb.CertificateValidationContext, at string, out *U
 	return false
 }
 
-// stringMatcher applies the rules of grpc-go's StringMatcherFromProto and
-// C-core's StringMatcher::Create: exactly one supported pattern, prefix,
-// suffix and contains non-empty, a regex that compiles and no ignore_case
-// with it.
-func stringMatcher(m *matcherpb.StringMatcher, at string, errs *registry.FieldErrors) (StringMatcher, bool) {
+// StringMatcherFromProto converts m with the rules of grpc-go's
+// StringMatcherFromProto and C-core's StringMatcher::Create: exactly one
+// supported pattern, prefix, suffix and contains non-empty, a regex that
+// compiles and no ignore_case with it. It hands each rule m breaks to
+// report, the field's path under at, and returns whether m is valid.
+// report is a callback so that the Cluster's SAN matchers
+// ([registry.FieldErrors.Add]) and package lds's RBAC matchers share one
+// set of rules and messages.
+func StringMatcherFromProto(m *matcherpb.StringMatcher, at string, report func(field, rule string)) (StringMatcher, bool) {
 	sm := StringMatcher{IgnoreCase: m.GetIgnoreCase()}
 	switch p := m.GetMatchPattern().(type) {
 	case *matcherpb.StringMatcher_Exact:
@@ -212,21 +216,23 @@ func stringMatcher(m *matcherpb.StringMatcher, at string, errs *registry.FieldEr
 		sm.Kind, sm.Pattern = MatchContains, p.Contains
 	case *matcherpb.StringMatcher_SafeRegex:
 		sm.Kind, sm.Pattern = MatchSafeRegex, p.SafeRegex.GetRegex()
+		ok := true
 		// Go's regexp is RE2, the dialect safe_regex specifies.
 		if _, err := regexp.Compile(sm.Pattern); err != nil {
-			errs.Addf(at+".safe_regex.regex", "invalid regular expression: %v", err)
-			return sm, false
+			report(at+".safe_regex.regex", fmt.Sprintf("invalid regular expression: %v", err))
+			ok = false
 		}
 		if sm.IgnoreCase {
-			errs.Add(at+".ignore_case", "not supported with safe_regex")
-			return sm, false
+			report(at+".ignore_case", "not supported with safe_regex")
+			ok = false
 		}
+		return sm, ok // an empty regex matches only the empty string, as exact "" does
 	default:
-		errs.Add(at, "invalid StringMatcher: must set exact, prefix, suffix, contains or safe_regex")
+		report(at, "invalid StringMatcher: must set exact, prefix, suffix, contains or safe_regex")
 		return sm, false
 	}
-	if sm.Pattern == "" && sm.Kind != MatchExact && sm.Kind != MatchSafeRegex {
-		errs.Add(at, "empty prefix, suffix or contains is not allowed")
+	if sm.Pattern == "" && sm.Kind != MatchExact {
+		report(at, "empty prefix, suffix or contains is not allowed")
 		return sm, false
 	}
 	return sm, true

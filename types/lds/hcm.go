@@ -10,7 +10,6 @@ import (
 
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/internal/typedconfig"
-	"github.com/xdsengine/xdsengine/types/internal/validation"
 	"github.com/xdsengine/xdsengine/types/rds"
 )
 
@@ -105,7 +104,7 @@ func convertHCM(value []byte, server bool) (HTTPConnectionManager, error) {
 			return out, &registry.FieldError{Field: at, Rule: err.Error()}
 		}
 		hf := HTTPFilter{Name: f.GetName(), ConfigTypeURL: typeURL, Optional: f.GetIsOptional()}
-		if server && validation.TypeName(typeURL) == rbacMessage {
+		if server && registry.TypeName(typeURL) == rbacMessage {
 			if hf.RBAC, err = convertRBACFilter(f.GetTypedConfig()); err != nil {
 				return out, registry.FieldWithin(at, err)
 			}
@@ -130,7 +129,7 @@ func configSourceOf(cs *corev3.ConfigSource) configSource {
 // isHCMType reports whether an Any of type URL typeURL holds an
 // HttpConnectionManager message (a TypedStruct's JSON cannot carry one
 // that gRPC reads).
-func isHCMType(typeURL string) bool { return validation.TypeName(typeURL) == hcmMessage }
+func isHCMType(typeURL string) bool { return registry.TypeName(typeURL) == hcmMessage }
 
 // validateHCM applies the rules common to a client's API listener and a
 // server's filter chain; at is the HttpConnectionManager's path.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/xdsengine/xdsengine/registry"
-	"github.com/xdsengine/xdsengine/types/internal/validation"
 )
 
 // HTTPFilter is one entry of HttpConnectionManager.http_filters.
@@ -66,7 +65,7 @@ func validateHTTPFilters(filters []HTTPFilter, at string, server bool, errs *reg
 			continue
 		}
 		seen[f.Name] = true
-		support, known := httpFilters[validation.TypeName(f.ConfigTypeURL)]
+		support, known := httpFilters[registry.TypeName(f.ConfigTypeURL)]
 		switch {
 		case known && runs(support):
 			run = append(run, i)
@@ -97,7 +96,7 @@ func validateHTTPFilters(filters []HTTPFilter, at string, server bool, errs *reg
 		return
 	}
 	for k, i := range run {
-		terminal := httpFilters[validation.TypeName(filters[i].ConfigTypeURL)].terminal
+		terminal := httpFilters[registry.TypeName(filters[i].ConfigTypeURL)].terminal
 		last := k == len(run)-1
 		switch {
 		case terminal && !last:

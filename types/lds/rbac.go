@@ -13,7 +13,6 @@ import (
 
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/cds"
-	"github.com/xdsengine/xdsengine/types/internal/validation"
 	"github.com/xdsengine/xdsengine/types/rds"
 )
 
@@ -122,7 +121,7 @@ type RBACRule struct {
 // parse.
 func convertRBACFilter(a *anypb.Any) (*RBAC, error) {
 	out := &RBAC{}
-	if validation.TypeName(a.GetTypeUrl()) != rbacMessage {
+	if registry.TypeName(a.GetTypeUrl()) != rbacMessage {
 		// A TypedStruct: its JSON is not the message gRPC needs.
 		out.problems.add("", "an RBAC config in a TypedStruct cannot be read: gRPC needs the RBAC message")
 		return out, nil

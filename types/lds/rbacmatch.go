@@ -55,38 +55,12 @@ func pathMatcher(m *matcherv3.StringMatcher, at string, p *problems) *cds.String
 	return stringMatcher(m, at, p)
 }
 
-// stringMatcher converts a StringMatcher with the rules grpc-go's
-// StringMatcherFromProto and C-core's StringMatcher::Create apply: one
-// pattern, prefix, suffix and contains non-empty, a valid RE2 regex and no
-// ignore_case with it.
+// stringMatcher converts an RBAC StringMatcher with the rules of a
+// Cluster's SAN matchers. An invalid one is kept as converted: its
+// problems reject the Listener.
 func stringMatcher(m *matcherv3.StringMatcher, at string, p *problems) *cds.StringMatcher {
-	sm := &cds.StringMatcher{IgnoreCase: m.GetIgnoreCase()}
-	switch v := m.GetMatchPattern().(type) {
-	case *matcherv3.StringMatcher_Exact:
-		sm.Kind, sm.Pattern = cds.MatchExact, v.Exact
-	case *matcherv3.StringMatcher_Prefix:
-		sm.Kind, sm.Pattern = cds.MatchPrefix, v.Prefix
-	case *matcherv3.StringMatcher_Suffix:
-		sm.Kind, sm.Pattern = cds.MatchSuffix, v.Suffix
-	case *matcherv3.StringMatcher_Contains:
-		sm.Kind, sm.Pattern = cds.MatchContains, v.Contains
-	case *matcherv3.StringMatcher_SafeRegex:
-		sm.Kind, sm.Pattern = cds.MatchSafeRegex, v.SafeRegex.GetRegex()
-		if err := checkRE2(sm.Pattern); err != nil {
-			p.addf(at+".safe_regex.regex", "invalid RE2 expression: %v", err)
-		}
-		if sm.IgnoreCase {
-			p.add(at+".ignore_case", "not supported with safe_regex")
-		}
-		return sm
-	default:
-		p.add(at, "invalid StringMatcher: must set exact, prefix, suffix, contains or safe_regex")
-		return sm
-	}
-	if sm.Pattern == "" && sm.Kind != cds.MatchExact {
-		p.add(at, "empty prefix, suffix or contains is not allowed")
-	}
-	return sm
+	sm, _ := cds.StringMatcherFromProto(m, at, p.add)
+	return &sm
 }
 
 // rbacCIDR parses an RBAC prefix range as grpc-go does: an address

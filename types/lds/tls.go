@@ -8,7 +8,6 @@ import (
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/types/internal/certprovider"
-	"github.com/xdsengine/xdsengine/types/internal/validation"
 )
 
 const (
@@ -75,7 +74,7 @@ func convertTLS(ts *corev3.TransportSocket, p *problems) (*DownstreamTLS, error)
 		p.add(at+".typed_config", "field not present")
 		return nil, nil
 	}
-	if validation.TypeName(tc.GetTypeUrl()) != downstreamTLSMessage {
+	if registry.TypeName(tc.GetTypeUrl()) != downstreamTLSMessage {
 		p.addf(at+".typed_config.type_url", "unsupported transport socket type %q: must be %s", tc.GetTypeUrl(), downstreamTLSMessage)
 		return nil, nil
 	}

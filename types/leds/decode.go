@@ -10,7 +10,6 @@ import (
 
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/internal/lbendpoint"
-	"github.com/xdsengine/xdsengine/types/internal/validation"
 )
 
 const lbEndpointTypeName = "envoy.config.endpoint.v3.LbEndpoint"
@@ -65,7 +64,7 @@ func convert(coll *endpointpb.LbEndpointCollection, errs *registry.FieldErrors) 
 			errs.Add(at()+".inline_entry.resource", "field not present")
 			continue
 		}
-		if got := validation.TypeName(res.GetTypeUrl()); got != lbEndpointTypeName {
+		if got := registry.TypeName(res.GetTypeUrl()); got != lbEndpointTypeName {
 			errs.Addf(at()+".inline_entry.resource.type_url", "%q is not %s", res.GetTypeUrl(), lbEndpointTypeName)
 			continue
 		}

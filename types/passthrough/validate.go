@@ -48,7 +48,7 @@ func (c *checker) unpacked(typeURL string, m proto.Message, err error, at *path)
 		return
 	}
 	if err != nil {
-		c.errs.Addf(at.String(), "cannot unmarshal %s: %v", typeURL[strings.LastIndexByte(typeURL, '/')+1:], err)
+		c.errs.Addf(at.String(), "cannot unmarshal %s: %v", registry.TypeName(typeURL), err)
 		return
 	}
 	if c.rules {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/internal/typedconfig"
-	"github.com/xdsengine/xdsengine/types/internal/validation"
 )
 
 // Message names compared with the part of an Any's type URL after the last
@@ -366,7 +365,7 @@ func convertFilterOverrides(cfgs map[string]*anypb.Any) ([]FilterOverride, error
 	out := make([]FilterOverride, 0, len(cfgs))
 	for name, cfg := range cfgs {
 		o := FilterOverride{Name: name}
-		if validation.TypeName(cfg.GetTypeUrl()) == filterConfigMessage {
+		if registry.TypeName(cfg.GetTypeUrl()) == filterConfigMessage {
 			fc := new(routev3.FilterConfig)
 			if err := proto.Unmarshal(cfg.GetValue(), fc); err != nil {
 				return nil, &registry.FieldError{Field: bracket(name), Rule: "cannot parse FilterConfig: " + err.Error()}
@@ -383,7 +382,7 @@ func convertFilterOverrides(cfgs map[string]*anypb.Any) ([]FilterOverride, error
 	return out, nil
 }
 
-func pluginSupported(typeURL string) bool { return validation.TypeName(typeURL) == rlsPluginMessage }
+func pluginSupported(typeURL string) bool { return registry.TypeName(typeURL) == rlsPluginMessage }
 
 // bracket formats a map key for a field path, quoting it only when it
 // could be misread: filter names are usually dotted, and quoting every one

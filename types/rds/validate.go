@@ -6,7 +6,6 @@ import (
 	"regexp/syntax"
 
 	"github.com/xdsengine/xdsengine/registry"
-	"github.com/xdsengine/xdsengine/types/internal/validation"
 )
 
 // Message names of the per-route filter configs gRPC clients accept in
@@ -211,7 +210,7 @@ func validateFilterOverrides(overrides []FilterOverride, at func() string, errs 
 		if o.Name == "" {
 			errs.Add(at()+bracket(o.Name), "filter name must be non-empty")
 		}
-		problem, known := overrideConfigs[validation.TypeName(o.ConfigTypeURL)]
+		problem, known := overrideConfigs[registry.TypeName(o.ConfigTypeURL)]
 		switch {
 		case problem != "":
 			errs.Add(at()+bracket(o.Name), problem)

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -18,6 +17,7 @@ import (
 	server "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"google.golang.org/grpc"
 
+	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/xdstest"
 )
 
@@ -201,8 +201,8 @@ func (s *Server) serve(lis net.Listener) {
 	s.mu.Unlock()
 }
 
-// short is a type URL's message name, for messages.
-func short(typeURL string) string { return typeURL[strings.LastIndex(typeURL, ".")+1:] }
+// short is a type URL's short name ("Cluster"), for messages.
+func short(typeURL string) string { return registry.ResourceType{TypeURL: typeURL}.ShortName() }
 
 // Kind returns the server's cache kind.
 func (s *Server) Kind() Kind { return s.kind }

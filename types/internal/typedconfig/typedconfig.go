@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/xdsengine/xdsengine/types/internal/validation"
+	"github.com/xdsengine/xdsengine/registry"
 )
 
 const (
@@ -23,7 +23,7 @@ func TypeURL(a *anypb.Any) (string, error) {
 		proto.Message
 		GetTypeUrl() string
 	}
-	switch validation.TypeName(a.GetTypeUrl()) {
+	switch registry.TypeName(a.GetTypeUrl()) {
 	case typedStructV3Message:
 		ts = new(xdstypev3.TypedStruct)
 	case typedStructV1Message:

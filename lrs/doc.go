@@ -20,10 +20,12 @@
 // Keep the [LocalityStats] of each locality a cluster's calls go to
 // ([Store.Locality], once per locality, e.g. when the endpoints change)
 // and record every call on it: a call, started and finished, is then a
-// few atomic additions, under 50 ns with every core recording at once.
+// few atomic additions, with no lock, however many cores record at once.
 // [Store.CallStarted], [Store.CallFinished] and [Store.CallServerLoad]
-// take the locality instead, and look it up on every call, which costs
-// about 4 times as much (BenchmarkRecordCall, BENCHMARKS.md).
+// take the locality instead, and look it up (a sync.Map keyed by the
+// Locality's strings) on every call, which costs several times as much.
+// BenchmarkRecordCall measures both, with every core recording; its
+// figures are in BENCHMARKS.md.
 //
 // # Reporting
 //

@@ -164,35 +164,25 @@
 // BenchmarkScale (bench_scale_test.go) measures one upstream
 // (go-control-plane over LinearCaches, 10,000 clusters), one relay and N
 // clients subscribed to every cluster, against the same clients connected
-// directly, on a shared 2-core machine. Upstream load does not depend on
-// N: one connection and one stream per aggregation key, 0.3 KB per change
-// of one cluster over incremental xDS (1,000 direct clients: 291 KB), 951
-// KB over State of the World (200 direct clients: 190 MB). The fan-out
-// does, and the serving cache (see # Serving) costs a stream what changed:
-// after a change of one cluster, the last of 1,000 incremental clients is
-// updated 67 to 71 ms after the change (p50; p99 153 to 158 ms), for 68 to
-// 75 ms of relay CPU per change; 150 clients, 16 to 19 ms (p99 24 to 47
-// ms) and 18 to 24 ms of CPU (two runs). The same clients directly
-// connected to the upstream's LinearCache wait 3.6 to 5.6 s (p99 4.8 to
-// 7.6 s, seven runs): it compares every resource with what each stream
-// was sent, on each change and each ACK, 3 to 5 ms of CPU per client;
-// served by this relay through a LinearCache, as it was before, 3.6 to
-// 4.4 s (p99 4.3 to 7.5 s, three runs). Each stream holds
-// about 1.35 MB beyond the shared cache: two maps of the version of each
-// of the 10,000 resources it was sent (the server's, and the one it let go
-// of, which the next response recycles instead of copying the server's),
-// plus some 50 KB of gRPC and stream state. A State of the World client of
-// Clusters is sent all of them at each change (951 KB): 100 such clients
-// cost 0.6 s of CPU per change, and the last is updated after 0.5 s (p99
-// 1.1 s; one run).
+// directly to the upstream: upstream streams and bytes per change, the
+// time from a change of one cluster to the last client updated, the
+// relay's CPU per change and its memory per client stream. The figures,
+// and the arithmetic of a tree of relays, are in BENCHMARKS.md ("The relay
+// at scale").
 //
-// A tree of relays (each relay a client of the one above, keyed alike)
-// multiplies the fan-out and adds each level's latency. For 100,000
-// incremental clients of 10,000 clusters, 100 leaf relays of 1,000 clients
-// each (p99 0.15 s) under one root relay of 100 clients (150 measured:
-// p99 24 ms) hold one upstream stream (instead of 100,000, and 0.3 KB per
-// change instead of 29 MB), with a p99 about 0.2 s end to end. What bounds
-// a relay's fan-out is now memory: 1,000 streams hold about 1.35 GB.
+// Upstream load does not depend on N: one connection and one stream per
+// aggregation key. The fan-out does. The serving cache (see # Serving)
+// costs a stream what changed since its last response, where the
+// upstream's LinearCache, serving the same clients directly, compares
+// every resource with what each stream was sent, on each change and each
+// ACK. What bounds a relay's fan-out is memory: an incremental server
+// keeps, per stream, the version of each resource the client holds, and
+// each stream here holds two such maps (go-control-plane's server's, and
+// the one the serving cache let go of, which the next response recycles
+// instead of copying the server's).
+// A State of the World client is sent every resource of its type at each
+// change. A tree of relays (each relay a client of the one above, keyed
+// alike) multiplies the fan-out and adds each level's latency.
 //
 // Package relaytest starts a relay on loopback, for tests and benchmarks
 // of clients behind one.

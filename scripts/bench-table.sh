@@ -1,33 +1,75 @@
 #!/usr/bin/env bash
-# Prints the engine's benchmark table (BENCHMARKS.md) as markdown: each
-# figure is the median of COUNT runs (default 5) of the same binary, and
-# every ratio is measured inside its own benchmark, against raw
-# proto.Unmarshal of the same bytes in the same run. Below it, the
-# performance targets (issues 11 and 40) against those medians.
+# Prints the engine's sections of BENCHMARKS.md, headings included, as
+# markdown to paste over them: "The engine's table", each figure the
+# median of COUNT runs (default 5) of the same binary, every ratio
+# measured inside its own benchmark against raw proto.Unmarshal of the
+# same bytes in the same run; and "Against the targets", the performance
+# targets against those medians. The other sections of BENCHMARKS.md
+# (the store, the relay, other packages) say which go test command
+# gives their figures.
 #
 #   scripts/bench-table.sh            # all engine benchmarks
 #   COUNT=9 scripts/bench-table.sh    # more runs
 #   FROM=bench.txt scripts/bench-table.sh
-#                                     # the table of benchmark output
+#                                     # the sections of benchmark output
 #                                     # saved before (go test -bench)
 #   SAVE=bench.txt scripts/bench-table.sh
 #                                     # also keep the runs' output, for
 #                                     # FROM later
+#   scripts/bench-table.sh check      # runs nothing: checks that
+#                                     # BENCHMARKS.md has the headings, the
+#                                     # table's columns and the target rows
+#                                     # this script prints
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = check ]; then
+	# The sections' skeleton, as printed from no runs: headings, header
+	# rows and every target's row, "not measured".
+	skeleton="$(FROM=/dev/null "$0")"
+	# The target rows BENCHMARKS.md has, from its own section.
+	documented="$(awk '/^## /{on = ($0 == "## Against the targets")} on && /^\| / && !/^\|---/' BENCHMARKS.md)"
+	status=0
+	while IFS= read -r line; do
+		case "$line" in
+		'## '* | '| benchmark |'* | '| target |'*)
+			if ! grep -qxF -- "$line" BENCHMARKS.md; then
+				echo "BENCHMARKS.md lacks this line, which scripts/bench-table.sh prints: $line" >&2
+				status=1
+			fi
+			;;
+		'|---'*) ;;
+		'| '*)
+			target="${line%% | *} | "
+			if ! grep -qF -- "$target" <<<"$documented"; then
+				echo "BENCHMARKS.md's targets lack this one: ${target% | }" >&2
+				status=1
+			fi
+			;;
+		esac
+	done <<<"$skeleton"
+	while IFS= read -r line; do
+		target="${line%% | *} | "
+		if [ "$line" != "| target | measured | bound | met |" ] && ! grep -qF -- "$target" <<<"$skeleton"; then
+			echo "BENCHMARKS.md has a target scripts/bench-table.sh does not print: ${target% | }" >&2
+			status=1
+		fi
+	done <<<"$documented"
+	exit "$status"
+fi
 count="${COUNT:-5}"
 # The latency benchmarks report percentiles of their calls: they run
 # enough calls for a 99th percentile (of 20, it would be the slowest).
 latency='Benchmark(SotW|Delta)Watch(DuringPush|ToRequest)$'
 # Watch-to-delivery waits for a push to be applied: fewer calls.
 delivery='BenchmarkSotWWatchToDeliveryDuringPush$'
+machine=""
+command="${FROM:+FROM=$FROM }$0"
 if [ -z "${FROM:-}" ]; then
 	bin="$(mktemp)"
 	trap 'rm -f "$bin"' EXIT
 	go test -c -o "$bin" ./engine
-	echo "machine: $(go env GOOS)/$(go env GOARCH), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ //'), $(go version | cut -d' ' -f3)"
-	echo "command: $0 (go test -bench 'BenchmarkSotW|BenchmarkDelta|BenchmarkEngineEDSResponse|BenchmarkGRPC' -benchmem, median of $count)"
-	echo
+	machine="$(go env GOOS)/$(go env GOARCH), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ //'), $(go version | cut -d' ' -f3)"
+	command="COUNT=$count $0"
 fi
 {
 	if [ -n "${FROM:-}" ]; then
@@ -39,10 +81,15 @@ fi
 	fi
 } |
 	tee "${SAVE:-/dev/null}" |
-	awk '
+	awk -v machine="$machine" -v command="$command" '
+	# Saved output names its machine in go test'"'"'s header lines.
+	/^goos: / { goos = $2 }
+	/^goarch: / { goarch = $2 }
+	/^cpu: / { cpu = $0; sub(/^cpu: /, "", cpu) }
 	/^Benchmark/ {
-		name = $1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
+		name = $1; if (match(name, /-[0-9]+$/)) procs = substr(name, RSTART + 1); sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
 		if (!(name in seen)) { seen[name] = 1; order[++n] = name }
+		if (++runs[name] > maxruns) maxruns = runs[name]
 		for (i = 3; i < NF; i += 2) {
 			unit = $(i + 1); key = name SUBSEP unit
 			vals[key] = vals[key] " " $i
@@ -57,6 +104,12 @@ fi
 		return (k % 2) ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
 	}
 	END {
+		print "## The engine'"'"'s table"
+		print ""
+		if (machine == "" && goos != "") machine = goos "/" goarch ", " procs " CPUs (GOMAXPROCS), " cpu
+		if (machine != "") print "Machine: " machine "."
+		print "Each figure is the median of " maxruns + 0 " runs of one test binary (`" command "`)."
+		print ""
 		cols = "ns/op x-raw x-raw-cpu x-envelope x-envelope-cpu ns/resource cpu-ns/resource cpu-ns/op requests/op watch-ns/op watch-cpu-ns/op request-ns/op request-cpu-ns/op deliver-ns/op deliver-cpu-ns/op B/cluster p50-ns p99-ns push-busy delta-ns sotw-ns x-sotw-cpu x-sotw-bytes B/op allocs/op"
 		ncol = split(cols, col, " ")
 		header = "| benchmark |"; sep = "|---|"
@@ -83,10 +136,12 @@ fi
 		print "| " what " | " value " | " bound " | " met " |"
 	}
 	function yes(ok) { return ok ? "yes" : "no" }
-	# The targets of issue 11 (and the incremental xDS one of issue 12),
-	# from the medians above. A ratio between two benchmarks (the cold
-	# start against all/1k, 100k against 1k) is a ratio of their medians.
+	# The targets, from the medians above. A ratio between two benchmarks
+	# (the cold start against all/1k, 100k against 1k) is a ratio of
+	# their medians.
 	function targets(   v, w, c, r, cold, base) {
+		print ""
+		print "## Against the targets"
 		print ""
 		print "| target | measured | bound | met |"
 		print "|---|---|---|---|"
@@ -112,7 +167,7 @@ fi
 		v = m("SotWWatchToDeliveryDuringPush/other-server", "p99-ns")
 		target("Watch to delivery during a push, another server, p99", (v == "" ? "" : sprintf("%.2f ms", v / 1e6)), "1 ms", yes(v <= 1e6))
 		v = m("SotWWatchToDeliveryDuringPush/same-server", "p99-ns")
-		target("Watch to delivery during a push, the pushing server, p99", (v == "" ? "" : sprintf("%.2f ms", v / 1e6)), "1 ms (see BENCHMARKS.md: the push is the floor)", yes(v <= 1e6))
+		target("Watch to delivery during a push, the pushing server, p99", (v == "" ? "" : sprintf("%.2f ms", v / 1e6)), "1 ms (the push is the floor, below)", yes(v <= 1e6))
 		v = m("DeltaOneChanged", "x-sotw-cpu"); w = m("DeltaOneChanged", "x-sotw-bytes")
 		target("incremental xDS, one of 10,000 changed: CPU and bytes against SotW", (v == "" ? "" : sprintf("%.3f ×, %.5f ×", v, w)), "0.05 ×", yes(v <= 0.05 && w <= 0.05))
 	}'

@@ -3,16 +3,12 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/xdsengine/xdsengine/engine/internal/glob"
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
-	"github.com/xdsengine/xdsengine/internal/xdsname"
-	"github.com/xdsengine/xdsengine/registry"
 )
 
 // The response path's second stage: wire's decoded parts are applied, one
@@ -48,7 +44,7 @@ func (c *channel) applyLocked(p wire.Part) {
 			var a *authority
 			// A wildcard hears of an invalid resource too (A88: a NACK
 			// is per resource), unless its name could not be read.
-			if a, en = keys.Entry(res.Key); en == nil && a != nil && res.Key != "" {
+			if a, en = keys.entry(res.Key); en == nil && a != nil && res.Key != "" {
 				en = c.e.wildcardEntryLocked(a, r.Type, res.Key)
 			}
 			if en != nil {
@@ -125,10 +121,10 @@ func (c *channel) finishLocked(r *wire.Response) {
 		c.clearConnectivityErrorsLocked()
 	}
 	c.storeConfirmLocked(r)
-	if c.globsTouched.Len() > 0 {
+	if len(c.globsTouched) > 0 {
 		c.deliverGlobsLocked(r.Version, r.Received)
 	}
-	if a := c.e.auths.OldStyle; a.active() == c {
+	if a := c.e.auths.oldStyle; a.active() == c {
 		for _, ww := range a.wildcards[r.TypeURL] {
 			c.e.scheduleLocked(&notice{h: &watch{w: wildcardEntry{ww, ""}}, isAmbient: true})
 		}
@@ -224,50 +220,5 @@ func (c *channel) unreadableLocked(r *wire.Response) {
 			err := e.newError(KindNACK, codes.InvalidArgument, en, c, r.Unreadable)
 			e.onUnattributedNACKLocked(en, err)
 		}
-	}
-}
-
-// applyMemberLocked records, if key is a member of a watched glob
-// collection (xRFC TP1: one entry, ".../*"), its new value, removal (value
-// nil) or error; deliverGlobsLocked delivers the collections at the end.
-func (c *channel) applyMemberLocked(typeURL, key string, value registry.Resource, version string, resErr error) {
-	gk, ok := xdsname.GlobOf(key)
-	if !ok {
-		return
-	}
-	_, ge := c.e.lookupEntryLocked(typeURL, gk)
-	if ge == nil {
-		return
-	}
-	if ge.glob == nil {
-		ge.glob = &glob.Members{}
-	}
-	if ge.source != nil && ge.source != c {
-		ge.glob.Reset()
-		ge.source = c
-	}
-	if !ge.glob.Update(key, value, version, resErr) {
-		return
-	}
-	c.globsTouched.Add(ge)
-}
-
-func (c *channel) deliverGlobsLocked(version string, received time.Time) {
-	e := c.e
-	for _, ge := range c.globsTouched.Take(func(ge *entry) string { return ge.name }) {
-		if ge.watchers == nil && ge.orphaned {
-			continue
-		}
-		if err := ge.glob.TakeErr(); err != nil {
-			nack := e.newError(KindNACK, codes.InvalidArgument, ge, c, err)
-			ge.notes = ge.notes.withAmbient(nack)
-			e.notifyAmbientLocked(ge, nack)
-			continue
-		}
-		coll := ge.glob.Collection(ge.name)
-		ge.version, ge.updated, ge.state, ge.source = version, received, StateACKed, c
-		ge.notes = nil
-		ge.value = coll
-		e.notifyChangedLocked(ge, coll, nil)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/engine/storage"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/lastgood"
 	"github.com/xdsengine/xdsengine/registry"
@@ -30,7 +31,7 @@ import (
 
 // memEngineStore is memEngine's engine (the same bootstrap, so the same
 // store digest) on transport tr, with store as Config.Store (nil: none).
-func memEngineStore(tb testing.TB, reg *registry.Registry, tr transport.Builder, store engine.Store) *engine.Engine {
+func memEngineStore(tb testing.TB, reg *registry.Registry, tr transport.Builder, store storage.Store) *engine.Engine {
 	tb.Helper()
 	e, err := engine.New(engine.Config{
 		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer("mem")}, Node: bootstrap.Node{ID: "bench"},
@@ -59,12 +60,12 @@ func openStore(tb testing.TB, path string) *lastgood.Store {
 // countingStore is a store that counts what the engine writes, and tells
 // written of the total number of changes after each change set.
 type countingStore struct {
-	engine.Store
+	storage.Store
 	sets, changes atomic.Int64
 	written       chan int64 // nil: not told
 }
 
-func (s *countingStore) Apply(digest []byte, changes []engine.StoreChange) error {
+func (s *countingStore) Apply(digest []byte, changes []storage.Change) error {
 	err := s.Store.Apply(digest, changes)
 	s.sets.Add(1)
 	total := s.changes.Add(int64(len(changes)))
@@ -92,7 +93,7 @@ type storeRun struct {
 func newStoreRun(b *testing.B, n int, sh clusterShape, withStore bool, told bool) *storeRun {
 	tr := &memTransport{streams: make(chan *memStream, 1)}
 	r := &storeRun{}
-	var store engine.Store
+	var store storage.Store
 	if withStore {
 		r.path = filepath.Join(b.TempDir(), "lastgood")
 		r.store = &countingStore{Store: openStore(b, r.path)}

@@ -10,10 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
-	"github.com/xdsengine/xdsengine/engine/internal/glob"
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
-	"github.com/xdsengine/xdsengine/engine/internal/namelist"
-	"github.com/xdsengine/xdsengine/engine/internal/setup"
 	"github.com/xdsengine/xdsengine/engine/internal/transports"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
@@ -35,10 +32,10 @@ type channel struct {
 	memo      *wire.Memo
 
 	auths      map[*authority]struct{}
-	subscribed map[string]*namelist.List // by type: the names handed to streams
-	versions   map[string]string         // type URL → last accepted version_info
-	status     *Error                    // the connectivity failure watchers were told of, until a response (A57)
-	connected  bool                      // healthy since the last connectivity failure (A78; see quietLocked)
+	subscribed map[string]*nameList // by type: the names handed to streams
+	versions   map[string]string    // type URL → last accepted version_info
+	status     *Error               // the connectivity failure watchers were told of, until a response (A57)
+	connected  bool                 // healthy since the last connectivity failure (A78; see quietLocked)
 	// answeredOnce: a response came from the server, on any stream.
 	answeredOnce bool
 	// reconnected: an incremental server answered after a connectivity
@@ -48,7 +45,7 @@ type channel struct {
 	// entries it names take (entry.coveredBy); applyCovered counts them.
 	applyMark    uint64
 	applyCovered int
-	globsTouched glob.Touched[*entry] // the collections the response changed
+	globsTouched map[*entry]bool // the collections the response changed (glob.go)
 	stream       wire.Stream
 	host         *streamHost // the stream's; calls of another are stale
 	retries      int         // consecutive streams that failed without a response
@@ -61,9 +58,9 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 	if c, ok := e.channels[key]; ok {
 		return c
 	}
-	info, ignored := setup.Server(s, e.known)
-	c := &channel{e: e, server: s, key: key, info: info, timer: setup.Timer(info.Features, e.cfg.ResourceTimeout),
-		memo: wire.NewMemo(), auths: make(map[*authority]struct{}), subscribed: make(map[string]*namelist.List),
+	info, ignored := serverInfo(s, e.known)
+	c := &channel{e: e, server: s, key: key, info: info, timer: serverTimer(info.Features, e.cfg.ResourceTimeout),
+		memo: wire.NewMemo(), auths: make(map[*authority]struct{}), subscribed: make(map[string]*nameList),
 		versions: make(map[string]string)}
 	// Unknown names are ignored (gRFC A27), so a typo is silent: say at
 	// DEBUG what each server's features came to.
@@ -77,7 +74,7 @@ func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
 // authority came or went.
 func (c *channel) typeChangedLocked(typeURL string) {
 	if sn := c.subscribed[typeURL]; sn != nil {
-		sn.MarkStale()
+		sn.markStale()
 	}
 	c.wakeStreamLocked(typeURL)
 }
@@ -86,7 +83,7 @@ func (c *channel) typeChangedLocked(typeURL string) {
 // the type's names: a watch made or revived its entry, or its last went.
 func (c *channel) nameChangedLocked(typeURL, key string) {
 	if sn := c.subscribed[typeURL]; sn != nil {
-		sn.Touch(key)
+		sn.touch(key)
 	}
 	c.wakeStreamLocked(typeURL)
 }
@@ -197,8 +194,8 @@ func (c *channel) receivedLocked() {
 				l.releaseLocked(a)
 			}
 		}
-		if first && c.e.lastGood != nil {
-			delete(c.e.lastGood.loaded, a)
+		if first && c.e.storeSide != nil {
+			delete(c.e.storeSide.loaded, a)
 			if a.active() == c {
 				c.e.storeAnsweredLocked(a, c)
 			}
@@ -226,7 +223,7 @@ func (c *channel) quietLocked(typeURLs []string) {
 		}
 		c.clearConnectivityErrorsLocked()
 	}
-	if a := c.e.auths.OldStyle; a.active() == c {
+	if a := c.e.auths.oldStyle; a.active() == c {
 		for _, typeURL := range typeURLs {
 			for _, ww := range a.wildcards[typeURL] {
 				c.e.scheduleLocked(&notice{h: &watch{w: wildcardEntry{ww, ""}}, isAmbient: true})
@@ -307,7 +304,7 @@ func (e *Engine) channelErrorFor(c *channel, en *entry) *Error {
 	err.TypeURL, err.Name = en.typ.TypeURL, en.name
 	if sv := en.storedOrigin(); sv != nil {
 		err.Err = fmt.Errorf("using the resource from the last-known-good store (Config.Store), received from %s at %s: %w",
-			sv.Server.URI, sv.Received.UTC().Format(time.RFC3339), err.Err)
+			sv.server.URI, sv.received.UTC().Format(time.RFC3339), err.Err)
 	}
 	return &err
 }

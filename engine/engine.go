@@ -17,12 +17,10 @@ import (
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
-	"github.com/xdsengine/xdsengine/engine/internal/node"
 	"github.com/xdsengine/xdsengine/engine/internal/oplock"
-	"github.com/xdsengine/xdsengine/engine/internal/resolve"
-	"github.com/xdsengine/xdsengine/engine/internal/setup"
 	"github.com/xdsengine/xdsengine/engine/internal/transports"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
+	"github.com/xdsengine/xdsengine/engine/storage"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/buildinfo"
 	"github.com/xdsengine/xdsengine/internal/serial"
@@ -49,7 +47,7 @@ const DefaultQuietWindow = time.Second
 type Engine struct {
 	cfg        Config
 	reg        *registry.Registry
-	types      setup.TypeSet // those on under the switches; entries share them
+	types      typeSet // those on under the switches; entries share them
 	clock      Clock
 	log        *slog.Logger
 	switches   features.Switches
@@ -74,8 +72,8 @@ type Engine struct {
 	// subscription handed to a stream. Watch and cancel calls are handed
 	// to it (mu.Do): they never wait for a response to be applied.
 	mu            oplock.Mutex[op]
-	auths         resolve.Authorities[*authority] // fixed in New
-	channels      map[string]*channel             // by transports.Key
+	auths         authorities         // fixed in New
+	channels      map[string]*channel // by transports.Key
 	transports    *transports.Set
 	responseMarks uint64 // numbers the responses applied, for entry.coveredBy
 	// servedGen counts the changes of which entries each channel serves:
@@ -89,7 +87,7 @@ type Engine struct {
 	gate        *wire.Gate
 	noticeChunk noticeChunk
 	lastOrigin  *origin
-	lastGood    *lastGood
+	storeSide   *storeSide
 }
 
 // Config configures an Engine, which does not modify it: a Config may be
@@ -150,7 +148,7 @@ type Config struct {
 	// no server of an authority answers: a process restarted during an
 	// outage starts from its last good configuration (see [Store]).
 	// Nil keeps nothing. The engine closes it.
-	Store Store
+	Store storage.Store
 	// StoreMaxAge is how old a kept resource may be and still be served;
 	// the store forgets what is older when it is next loaded. Zero means
 	// [DefaultStoreMaxAge]; negative, no limit.
@@ -206,28 +204,28 @@ func RealClock() Clock { return realClock{} }
 // the default of Config.Backoff: 1 s before the first retry, growing ×1.6
 // to at most 120 s, with ±20 % jitter so that clients that lost the same
 // server do not return in lockstep.
-func DefaultBackoff(n int) time.Duration { return setup.Backoff(n) }
+func DefaultBackoff(n int) time.Duration { return defaultBackoff(n) }
 
 // New builds an engine. It connects to no server until the first Watch.
 func New(cfg Config) (*Engine, error) {
-	if err := setup.Check(cfg.Registry, cfg.Bootstrap, cfg.MaxResponseBytes); err != nil {
+	if err := checkConfig(cfg.Registry, cfg.Bootstrap, cfg.MaxResponseBytes); err != nil {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, reg: cfg.Registry, nodeID: cfg.Bootstrap.Node.ID,
-		auths: resolve.Authorities[*authority]{ByName: make(map[string]*authority)}, channels: make(map[string]*channel)}
+		auths: authorities{byName: make(map[string]*authority)}, channels: make(map[string]*channel)}
 	e.mu.Run = e.applyOpLocked
 	e.applyDefaults()
 	e.transports = transports.New(e.cfg.Transport, transport.Options{MaxResponseBytes: e.maxResponseBytes}, e.log, &e.streamsRun)
-	types, clientFeatures := setup.Types(cfg.Registry, e.switches)
+	types, clientFeatures := enabledTypes(cfg.Registry, e.switches)
 	e.types = types
 	if err := transport.CheckServers(e.cfg.Transport, cfg.Bootstrap); err != nil {
 		return nil, err
 	}
-	e.known = setup.Known(e.switches, cfg.Features)
-	e.node = node.Build(cfg.Bootstrap.Node, cmp.Or(cfg.UserAgentName, "xdsengine"), cmp.Or(cfg.UserAgentVersion, Version), clientFeatures)
-	oldStyle := setup.Authorities(cfg.Bootstrap, e.switches, func(a setup.Authority) { e.auths.ByName[a.Name] = newAuthority(a) })
-	e.auths.OldStyle = newAuthority(oldStyle)
-	e.auths.OldStyle.oldStyle = true
+	e.known = knownFeatures(e.switches, cfg.Features)
+	e.node = buildNode(cfg.Bootstrap.Node, cmp.Or(cfg.UserAgentName, "xdsengine"), cmp.Or(cfg.UserAgentVersion, Version), clientFeatures)
+	oldStyle := authoritiesOf(cfg.Bootstrap, e.switches, func(a authoritySetup) { e.auths.byName[a.Name] = newAuthority(a) })
+	e.auths.oldStyle = newAuthority(oldStyle)
+	e.auths.oldStyle.oldStyle = true
 	m, err := metrics.New(cfg.MeterProvider, cfg.Target, Version, e.gauges)
 	if err != nil {
 		return nil, fmt.Errorf("engine: metrics: %w", err)
@@ -249,7 +247,7 @@ func (e *Engine) applyDefaults() {
 		e.clock = realClock{}
 	}
 	e.log = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
-	e.certificateProviders = setup.CertificateProviders(cfg.Bootstrap, cfg.IgnoreCertificateProviders)
+	e.certificateProviders = certificateProvidersOf(cfg.Bootstrap, cfg.IgnoreCertificateProviders)
 	e.maxResponseBytes = cmp.Or(cfg.MaxResponseBytes, transport.DefaultMaxResponseBytes)
 	e.slowWatcherThreshold = max(cmp.Or(cfg.SlowWatcherThreshold, DefaultSlowWatcherThreshold), 0)
 	e.quietWindow = max(cmp.Or(cfg.QuietWindow, DefaultQuietWindow), 0)
@@ -258,7 +256,7 @@ func (e *Engine) applyDefaults() {
 	if e.backoff == nil {
 		e.backoff = DefaultBackoff
 	}
-	e.switches = setup.Switches(cfg.Switches)
+	e.switches = switchesOf(cfg.Switches)
 	e.fallback = cfg.FallbackPolicy
 	if e.fallback == nil {
 		e.fallback = DefaultFallbackPolicy()
@@ -301,7 +299,7 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	errs := []error{closeTransports()}
 	e.streamsRun.Wait()
-	if lg := e.lastGood; lg != nil {
+	if lg := e.storeSide; lg != nil {
 		lg.writer.Close()
 		errs = append(errs, lg.store.Close())
 	}

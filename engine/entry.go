@@ -9,8 +9,6 @@ import (
 	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	"google.golang.org/grpc/codes"
 
-	"github.com/xdsengine/xdsengine/engine/internal/glob"
-	"github.com/xdsengine/xdsengine/engine/internal/keep"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 )
@@ -116,7 +114,7 @@ type entry struct {
 	// from the store came from) and glob (a glob collection's members) are
 	// nil in most entries, which need not carry their fields.
 	notes *entryNotes
-	glob  *glob.Members
+	glob  *globMembers
 	// coveredBy is the mark of the last response that named the entry
 	// (channel.applyMark): see applyDeletionsLocked.
 	coveredBy uint64
@@ -128,7 +126,7 @@ func (en *entry) EntryKey() string { return en.name }
 
 // storedOrigin returns where en's resource came from if Config.Store
 // served it, else nil.
-func (en *entry) storedOrigin() *keep.Stored {
+func (en *entry) storedOrigin() *storedResource {
 	if en.value == nil || en.source != nil {
 		return nil
 	}
@@ -291,7 +289,7 @@ type entryNotes struct {
 	failedVersion string
 	failedAt      time.Time
 	ambient       error
-	stored        *keep.Stored
+	stored        *storedResource
 	servedSince   time.Time
 }
 
@@ -314,7 +312,7 @@ func (n *entryNotes) ambientError() error {
 
 // fromStore returns where a resource served from the store came from, or
 // nil.
-func (n *entryNotes) fromStore() *keep.Stored {
+func (n *entryNotes) fromStore() *storedResource {
 	if n == nil {
 		return nil
 	}
@@ -333,7 +331,7 @@ func (n *entryNotes) withError(err *Error, version string, at time.Time) *entryN
 
 // withStored returns n, made if nil, with the store's resource it serves
 // since a time.
-func (n *entryNotes) withStored(s *keep.Stored, since time.Time) *entryNotes {
+func (n *entryNotes) withStored(s *storedResource, since time.Time) *entryNotes {
 	if n == nil {
 		n = &entryNotes{}
 	}

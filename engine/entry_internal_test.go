@@ -7,7 +7,6 @@ import (
 
 	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 
-	"github.com/xdsengine/xdsengine/engine/internal/keep"
 	"github.com/xdsengine/xdsengine/features"
 )
 
@@ -56,7 +55,7 @@ func TestCacheStateTable(t *testing.T) {
 func TestEntryNotes(t *testing.T) {
 	nack := &Error{Kind: KindNACK}
 	unreachable := errors.New("unreachable")
-	stored := &keep.Stored{Version: "v0"}
+	stored := &storedResource{version: "v0"}
 	at := time.Unix(100, 0)
 	for _, tc := range []struct {
 		name         string
@@ -64,7 +63,7 @@ func TestEntryNotes(t *testing.T) {
 		wantNil      bool
 		wantErr      *Error
 		wantAmbient  error
-		wantStored   *keep.Stored
+		wantStored   *storedResource
 		wantVersion  string
 		wantFailedAt time.Time
 	}{

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
-	"github.com/xdsengine/xdsengine/engine/internal/namelist"
 	"github.com/xdsengine/xdsengine/engine/internal/transports"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/transport"
@@ -79,10 +78,10 @@ func (c *channel) startStreamLocked() {
 	}
 	c.host = &streamHost{c: c}
 	for _, sn := range c.subscribed {
-		sn.NewStream()
+		sn.newStream()
 	}
-	c.stream = newStream(wire.Config{Host: c.host, Open: c.openStream, Goroutines: &e.streamsRun, Types: e.types.Lookup,
-		ResolveName: e.auths.Key, Memo: c.memo, Switches: e.switches, Server: c.info,
+	c.stream = newStream(wire.Config{Host: c.host, Open: c.openStream, Goroutines: &e.streamsRun, Types: e.types.lookup,
+		ResolveName: e.auths.key, Memo: c.memo, Switches: e.switches, Server: c.info,
 		CertificateProviders: e.certificateProviders, Node: e.node, Clock: e.clock,
 		SlowWatcherThreshold: e.slowWatcherThreshold, QuietWindow: e.quietWindow, Log: e.log})
 	for _, t := range c.subscribedTypesLocked() {
@@ -111,11 +110,11 @@ func (c *channel) openStream(ctx context.Context) (transport.Stream, error) {
 func (c *channel) subscriptionLocked(typeURL string) wire.Subscription {
 	sn := c.subscribed[typeURL]
 	if sn == nil {
-		sn = &namelist.List{}
+		sn = &nameList{}
 		c.subscribed[typeURL] = sn
 	}
 	var gone []*entry
-	sn.Refresh(func() []string { return c.collectNamesLocked(typeURL) }, func(key string) bool {
+	sn.refresh(func() []string { return c.collectNamesLocked(typeURL) }, func(key string) bool {
 		if en := c.entryLocked(typeURL, key); en != nil {
 			return c.listedLocked(en, &gone)
 		}
@@ -126,7 +125,7 @@ func (c *channel) subscriptionLocked(typeURL string) wire.Subscription {
 	}
 	sub := wire.Subscription{Version: c.versions[typeURL], Wildcard: c.wildcardLocked(typeURL)}
 	var first bool
-	sub.Names, sub.Added, sub.Removed, first = sn.Next()
+	sub.Names, sub.Added, sub.Removed, first = sn.next()
 	if first && c.info.Delta {
 		sub.Versions = c.resourceVersionsLocked(typeURL)
 	}
@@ -134,7 +133,7 @@ func (c *channel) subscriptionLocked(typeURL string) wire.Subscription {
 		sub.Timeout = c.timer.Timeout
 		keys := c.e.keysLocked(typeURL)
 		for _, name := range sub.Added {
-			if _, en := keys.Entry(name); en != nil && en.awaited() {
+			if _, en := keys.entry(name); en != nil && en.awaited() {
 				sub.Awaited = append(sub.Awaited, name)
 			}
 		}
@@ -224,7 +223,7 @@ func (c *channel) resourceVersionsLocked(typeURL string) map[string]string {
 			if versions == nil {
 				versions = make(map[string]string)
 			}
-			if en.glob.AddVersions(versions) {
+			if en.glob.addVersions(versions) {
 				continue
 			}
 			if en.version != "" {

@@ -150,7 +150,7 @@ func (e *Engine) originLocked(en *entry, err error) *origin {
 		if en.source != nil {
 			server = &en.source.server
 		} else if sv != nil {
-			server = sv.Server
+			server = sv.server
 		}
 		return e.sharedOrigin(origin{version: en.version, server: server, received: en.updated, stored: sv != nil})
 	}

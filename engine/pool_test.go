@@ -1,7 +1,13 @@
 package engine_test
 
 import (
+	"errors"
+	"fmt"
+	"sync"
 	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
@@ -95,5 +101,53 @@ func TestPoolRefusesAStore(t *testing.T) {
 	})
 	if err == nil || !contains(err.Error(), "Config.Store") {
 		t.Fatalf("NewPool with a store: %v, want an error naming Config.Store", err)
+	}
+}
+
+// TestPoolCloseAndConcurrentUse: Close closes the engines still in use,
+// and a release after it does nothing; gets and releases from several
+// goroutines (for -race) leave no engine behind.
+func TestPoolCloseAndConcurrentUse(t *testing.T) {
+	cfg := engine.Config{
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer("localhost:1")}},
+		Registry:  testtype.Registry(),
+	}
+	p, err := engine.NewPool(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for j := range 50 {
+				_, release, err := p.Get(fmt.Sprintf("xds:///t%d", (i+j)%3))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				release()
+			}
+		})
+	}
+	wg.Wait()
+	if got := p.Targets(); len(got) != 0 {
+		t.Fatalf("after every release, targets %v", got)
+	}
+	e, release, err := p.Get("xds:///kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.Transport(cfg.Bootstrap.Servers[0]); status.Code(err) != codes.Unavailable {
+		t.Fatalf("the engine in use after the pool's Close: Transport gives %v, want UNAVAILABLE (closed)", err)
+	}
+	release() // after Close: nothing left to close
+	if got := p.Targets(); len(got) != 0 {
+		t.Fatalf("targets %v after Close", got)
+	}
+	if _, _, err := p.Get("xds:///again"); !errors.Is(err, engine.ErrClosed) {
+		t.Fatalf("Get after Close: %v, want ErrClosed", err)
 	}
 }

@@ -4,10 +4,16 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
+
+	adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 
-	"github.com/xdsengine/xdsengine/engine/internal/dump"
 	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 )
 
@@ -24,7 +30,7 @@ func (e *Engine) ResourceStatus(typeURL, name string) *statuspb.ClientConfig_Gen
 	}
 	snap := snapshotLocked(en) // the rest without the lock
 	e.mu.Unlock()
-	return snap.Config()
+	return snap.config()
 }
 
 // AuthorityStatus is the state of one authority's servers (gRFC A47, A71).
@@ -103,7 +109,7 @@ func (e *Engine) Dump() *statuspb.ClientConfig {
 			count += len(byName)
 		}
 	}
-	snaps := make([]dump.Entry, 0, count)
+	snaps := make([]entrySnapshot, 0, count)
 	for _, a := range auths {
 		for en := range a.entries() {
 			if !en.orphaned {
@@ -112,11 +118,11 @@ func (e *Engine) Dump() *statuspb.ClientConfig {
 		}
 	}
 	e.mu.Unlock()
-	return dump.ClientConfig(e.node, e.cfg.Target, snaps)
+	return clientConfig(e.node, e.cfg.Target, snaps)
 }
 
-func snapshotLocked(en *entry) dump.Entry {
-	s := dump.Entry{TypeURL: en.typ.TypeURL, Name: en.name, Status: en.state.ClientStatus(), Cached: en.value != nil,
+func snapshotLocked(en *entry) entrySnapshot {
+	s := entrySnapshot{TypeURL: en.typ.TypeURL, Name: en.name, Status: en.state.ClientStatus(), Cached: en.value != nil,
 		Version: en.version, Raw: en.raw, Updated: en.updated}
 	if f := en.notes; f != nil && f.err != nil {
 		s.Err, s.FailedVersion, s.FailedAt = f.err, f.failedVersion, f.failedAt
@@ -175,4 +181,60 @@ func (e *Engine) gauges() (metrics.Gauges, bool) {
 		}
 	}
 	return g, true
+}
+
+// The CSDS view (gRFC A40) is built from snapshots of the entries, once
+// the engine's lock is released: a dump of 100,000 resources does not
+// stall the streams.
+
+// entrySnapshot is what the engine copies of a cache entry under its lock: all
+// immutable values (cached bytes and errors are replaced, never
+// modified).
+type entrySnapshot struct {
+	TypeURL, Name string
+	Status        adminpb.ClientResourceStatus
+	Cached        bool
+	Version       string
+	Raw           []byte
+	Updated       time.Time
+	// Err is the entry's last error, with the failed update's version and
+	// time; nil when it has none.
+	Err           error
+	FailedVersion string
+	FailedAt      time.Time
+}
+
+// config returns the entry as CSDS shows it.
+func (s *entrySnapshot) config() *statuspb.ClientConfig_GenericXdsConfig {
+	g := &statuspb.ClientConfig_GenericXdsConfig{TypeUrl: s.TypeURL, Name: s.Name, ClientStatus: s.Status}
+	if s.Cached {
+		g.VersionInfo = s.Version
+		g.XdsConfig = &anypb.Any{TypeUrl: s.TypeURL, Value: s.Raw}
+		g.LastUpdated = timestamppb.New(s.Updated)
+	}
+	if s.Err != nil {
+		fs := &adminpb.UpdateFailureState{Details: s.Err.Error(), VersionInfo: s.FailedVersion}
+		if !s.FailedAt.IsZero() {
+			fs.LastUpdateAttempt = timestamppb.New(s.FailedAt)
+		}
+		g.ErrorState = fs
+	}
+	return g
+}
+
+// clientConfig returns the entries, sorted by type URL and name, as the
+// ClientConfig of a client with node (copied) and scope.
+func clientConfig(node *corepb.Node, scope string, entries []entrySnapshot) *statuspb.ClientConfig {
+	slices.SortFunc(entries, func(x, y entrySnapshot) int {
+		if c := strings.Compare(x.TypeURL, y.TypeURL); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Name, y.Name)
+	})
+	cc := &statuspb.ClientConfig{Node: proto.Clone(node).(*corepb.Node), ClientScope: scope,
+		GenericXdsConfigs: make([]*statuspb.ClientConfig_GenericXdsConfig, len(entries))}
+	for i := range entries {
+		cc.GenericXdsConfigs[i] = entries[i].config()
+	}
+	return cc
 }

@@ -21,50 +21,51 @@ import (
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/engine/storage"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/registry/registrytest/testtype"
 )
 
-// memStore is an engine.Store in memory, with the digest rule of a real
+// memStore is an storage.Store in memory, with the digest rule of a real
 // one: Load of another digest returns nothing, Apply of another replaces
 // what it holds.
 type memStore struct {
 	mu     sync.Mutex
 	digest []byte
-	kept   map[[2]string]engine.StoredResource // by type URL and name
+	kept   map[[2]string]storage.Resource // by type URL and name
 	sets   int
 	loads  int
 }
 
-func newMemStore() *memStore { return &memStore{kept: map[[2]string]engine.StoredResource{}} }
+func newMemStore() *memStore { return &memStore{kept: map[[2]string]storage.Resource{}} }
 
-func (s *memStore) Load(digest []byte) (engine.Loaded, error) {
+func (s *memStore) Load(digest []byte) (storage.Loaded, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.loads++
 	if !bytes.Equal(digest, s.digest) {
-		return engine.Loaded{}, nil
+		return storage.Loaded{}, nil
 	}
-	var out engine.Loaded
+	var out storage.Loaded
 	for _, r := range s.kept {
 		out.Resources = append(out.Resources, r)
 	}
 	return out, nil
 }
 
-func (s *memStore) Apply(digest []byte, changes []engine.StoreChange) error {
+func (s *memStore) Apply(digest []byte, changes []storage.Change) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !bytes.Equal(digest, s.digest) {
-		s.digest, s.kept = bytes.Clone(digest), map[[2]string]engine.StoredResource{}
+		s.digest, s.kept = bytes.Clone(digest), map[[2]string]storage.Resource{}
 	}
 	for _, c := range changes {
 		k := [2]string{c.TypeURL, c.Name}
 		if c.Delete {
 			delete(s.kept, k)
 		} else {
-			s.kept[k] = c.StoredResource
+			s.kept[k] = c.Resource
 		}
 	}
 	s.sets++
@@ -553,7 +554,7 @@ type slowStore struct {
 	release chan struct{}
 }
 
-func (s slowStore) Load(digest []byte) (engine.Loaded, error) {
+func (s slowStore) Load(digest []byte) (storage.Loaded, error) {
 	<-s.release
 	return s.memStore.Load(digest)
 }

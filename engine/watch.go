@@ -204,7 +204,7 @@ func (e *Engine) cancelLocked(h *watch) {
 	en.orphaned = true
 	written := named && slices.ContainsFunc(en.auth.channels, func(c *channel) bool {
 		sn := c.subscribed[en.typ.TypeURL]
-		return c.stream != nil && sn != nil && sn.Handed()
+		return c.stream != nil && sn != nil && sn.wasHanded()
 	})
 	if !written {
 		e.removeEntryLocked(en)
@@ -293,7 +293,7 @@ func (e *Engine) WatchAll(typeURL string, w WildcardWatcher) (cancel func()) {
 }
 
 func (e *Engine) watchAllLocked(ww *wildcard, typ *registry.ResourceType) {
-	a := e.auths.OldStyle
+	a := e.auths.oldStyle
 	a.wildcards[typ.TypeURL] = append(a.wildcards[typ.TypeURL], ww)
 	for _, en := range a.resources[typ.TypeURL] {
 		e.deliverCurrentLocked(holdForWildcard(ww, en))
@@ -323,7 +323,7 @@ func (e *Engine) wildcardEntryLocked(a *authority, typ *registry.ResourceType, k
 }
 
 func (e *Engine) cancelAllLocked(ww *wildcard, typ *registry.ResourceType) {
-	a := e.auths.OldStyle
+	a := e.auths.oldStyle
 	wws := slices.DeleteFunc(slices.Clone(a.wildcards[typ.TypeURL]), func(x *wildcard) bool { return x == ww })
 	if a.wildcards[typ.TypeURL] = wws; len(wws) == 0 {
 		delete(a.wildcards, typ.TypeURL)

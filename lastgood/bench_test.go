@@ -9,7 +9,7 @@ import (
 	clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/engine/storage"
 )
 
 // The benchmarks' store: 10,000 Clusters, changed 1,000 at a time.
@@ -28,11 +28,11 @@ var clusterShapes = []struct {
 
 // benchSets returns change sets of benchChange Clusters each, spread at
 // random over the store, at versions 1, 2, ...
-func benchSets(n int, raw func(i, version int) []byte) [][]engine.StoreChange {
+func benchSets(n int, raw func(i, version int) []byte) [][]storage.Change {
 	rng := rand.New(rand.NewPCG(1, 2))
-	sets := make([][]engine.StoreChange, n)
+	sets := make([][]storage.Change, n)
 	for v := range sets {
-		set := make([]engine.StoreChange, 0, benchChange)
+		set := make([]storage.Change, 0, benchChange)
 		for _, i := range rng.Perm(benchStore)[:benchChange] {
 			set = append(set, clusterPut(i, v+1, raw))
 		}
@@ -44,7 +44,7 @@ func benchSets(n int, raw func(i, version int) []byte) [][]engine.StoreChange {
 func filledStore(b *testing.B, raw func(i, version int) []byte) (*Store, string) {
 	path := storePath(b)
 	s := mustOpen(b, path, Options{})
-	all := make([]engine.StoreChange, benchStore)
+	all := make([]storage.Change, benchStore)
 	for i := range all {
 		all[i] = clusterPut(i, 0, raw)
 	}
@@ -55,7 +55,7 @@ func filledStore(b *testing.B, raw func(i, version int) []byte) (*Store, string)
 // unmarshalBaseline is the least time proto.Unmarshal takes for the
 // Clusters of set, over a few rounds: what a client does at the least
 // for the response that brought them.
-func unmarshalBaseline(set []engine.StoreChange) time.Duration {
+func unmarshalBaseline(set []storage.Change) time.Duration {
 	best := time.Duration(1 << 62)
 	for range 7 {
 		start := time.Now()
@@ -114,7 +114,7 @@ func BenchmarkApplyAll(b *testing.B) {
 	for _, shape := range clusterShapes {
 		b.Run(shape.name, func(b *testing.B) {
 			s := mustOpen(b, storePath(b), Options{})
-			sets := make([][]engine.StoreChange, 8)
+			sets := make([][]storage.Change, 8)
 			for v := range sets {
 				for i := range benchChange {
 					sets[v] = append(sets[v], clusterPut(i, v, shape.raw))

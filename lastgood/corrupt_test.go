@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/engine/storage"
 )
 
 func readFile(t *testing.T, path string) []byte {
@@ -102,7 +102,7 @@ func withVersion(b []byte, v uint32) []byte {
 }
 
 // snapshotOf makes a store whose resources are all in the snapshot.
-func snapshotOf(t *testing.T, path string, changes ...engine.StoreChange) {
+func snapshotOf(t *testing.T, path string, changes ...storage.Change) {
 	t.Helper()
 	s := mustOpen(t, path, Options{})
 	mustApply(t, s, []byte("first"))
@@ -114,7 +114,7 @@ func snapshotOf(t *testing.T, path string, changes ...engine.StoreChange) {
 }
 
 func TestCorruptResourceDropped(t *testing.T) {
-	var changes []engine.StoreChange
+	var changes []storage.Change
 	for i := range 5 {
 		changes = append(changes, clusterPut(i, 1, meshCluster))
 	}
@@ -166,7 +166,7 @@ func TestCorruptResourceDropped(t *testing.T) {
 
 			s := mustOpen(t, path, Options{})
 			defer s.Close()
-			var want []engine.StoreChange
+			var want []storage.Change
 			for i, c := range changes {
 				if !containsInt(tc.lost, i) {
 					want = append(want, c)
@@ -204,10 +204,10 @@ func containsInt(s []int, v int) bool {
 
 // changeSetStore makes a snapshot and two change sets after it, and
 // returns the offsets where each change set begins.
-func changeSetStore(t *testing.T, path string) (snapshot, set1, set2 []engine.StoreChange, offs [2]int64) {
-	snapshot = []engine.StoreChange{clusterPut(1, 1, smallCluster), clusterPut(2, 1, smallCluster), clusterPut(3, 1, smallCluster)}
-	set1 = []engine.StoreChange{clusterPut(1, 2, smallCluster), clusterDelete(2), clusterPut(4, 2, smallCluster)}
-	set2 = []engine.StoreChange{clusterPut(3, 3, smallCluster), clusterPut(2, 3, smallCluster)}
+func changeSetStore(t *testing.T, path string) (snapshot, set1, set2 []storage.Change, offs [2]int64) {
+	snapshot = []storage.Change{clusterPut(1, 1, smallCluster), clusterPut(2, 1, smallCluster), clusterPut(3, 1, smallCluster)}
+	set1 = []storage.Change{clusterPut(1, 2, smallCluster), clusterDelete(2), clusterPut(4, 2, smallCluster)}
+	set2 = []storage.Change{clusterPut(3, 3, smallCluster), clusterPut(2, 3, smallCluster)}
 	snapshotOf(t, path, snapshot...)
 	s := mustOpen(t, path, Options{})
 	offs[0] = s.size
@@ -235,7 +235,7 @@ func TestCorruptChangeSet(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		change  func(b []byte) []byte
-		want    []engine.StoredResource
+		want    []storage.Resource
 		corrupt int
 	}{
 		{"none", func(b []byte) []byte { return b }, after2, 0},
@@ -282,7 +282,7 @@ func TestCorruptChangeSet(t *testing.T) {
 			// set loads.
 			next := clusterPut(9, 4, smallCluster)
 			mustApply(t, s, testDigest, next)
-			want := append(append([]engine.StoredResource(nil), tc.want...), next.StoredResource)
+			want := append(append([]storage.Resource(nil), tc.want...), next.Resource)
 			s.Close()
 			s = mustOpen(t, path, Options{})
 			l = mustLoad(t, s, testDigest)
@@ -305,7 +305,7 @@ func TestFileBound(t *testing.T) {
 	defer s.Close()
 	rewrites := 0
 	for v := range 200 {
-		var set []engine.StoreChange
+		var set []storage.Change
 		for i := range 300 {
 			switch {
 			case (i+v)%7 == 0:
@@ -339,9 +339,9 @@ func TestFileBound(t *testing.T) {
 	s2path := filepath.Join(t.TempDir(), "store")
 	s2 := mustOpen(t, s2path, Options{})
 	defer s2.Close()
-	var all []engine.StoreChange
+	var all []storage.Change
 	for _, r := range l.Resources {
-		all = append(all, engine.StoreChange{StoredResource: r})
+		all = append(all, storage.Change{Resource: r})
 	}
 	mustApply(t, s2, testDigest, all...)
 	if s2.size != compacted || s2.compacted() != compacted || s2.raw != raw {

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/engine/storage"
 )
 
 // The child processes: TestMain runs runChild instead of the tests when
@@ -55,33 +55,33 @@ const crashKeys = 64
 // the resources, putting most and deleting some, so that what the store
 // holds after change set g depends on g alone (crashState). Resources
 // are up to 64 KiB, so that a change set is long to write.
-func crashSet(g int) []engine.StoreChange {
-	var set []engine.StoreChange
+func crashSet(g int) []storage.Change {
+	var set []storage.Change
 	for i := g % 4; i < crashKeys; i += 4 {
 		if (i/4+g)%5 == 0 {
 			set = append(set, clusterDelete(i))
 			continue
 		}
-		set = append(set, engine.StoreChange{StoredResource: crashResource(i, g)})
+		set = append(set, storage.Change{Resource: crashResource(i, g)})
 	}
 	return set
 }
 
-func crashResource(i, g int) engine.StoredResource {
+func crashResource(i, g int) storage.Resource {
 	raw := make([]byte, 1000+(i*g*7919)%(64<<10))
 	for j := 0; j+16 <= len(raw); j += 16 {
 		binary.LittleEndian.PutUint64(raw[j:], uint64(i))
 		binary.LittleEndian.PutUint64(raw[j+8:], uint64(g))
 	}
-	return engine.StoredResource{
+	return storage.Resource{
 		Server: testServer, TypeURL: clusterType, Name: fmt.Sprintf("cluster-%05d", i),
 		Version: strconv.Itoa(g), Raw: raw, Received: received.Add(time.Duration(g) * time.Second),
 	}
 }
 
 // crashState is what the store holds after change set g.
-func crashState(g int) []engine.StoredResource {
-	var out []engine.StoredResource
+func crashState(g int) []storage.Resource {
+	var out []storage.Resource
 	for i := range crashKeys {
 		last := g - ((g-i%4)%4+4)%4 // the last change set that changed i
 		if last < 1 || (i/4+last)%5 == 0 {

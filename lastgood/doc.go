@@ -1,7 +1,7 @@
 // Package lastgood keeps an engine's last-known-good configuration in a
 // file, so that a process that starts while its xDS servers are
 // unreachable starts from the configuration it last accepted. A [Store]
-// implements [engine.Store]; give it to the engine in engine.Config.Store:
+// implements [storage.Store]; give it to the engine in engine.Config.Store:
 //
 //	store, err := lastgood.Open("/var/lib/myapp/xds/lastgood", lastgood.Options{})
 //	if err != nil {
@@ -60,7 +60,7 @@
 // (its mode kept; [Store.MovedAside]), logs a warning and starts empty;
 // Open does not fail. A record of the snapshot that does not check out
 // costs only itself, found through the index: the resource is left out,
-// counted in [engine.Loaded].Corrupt, and the file rewritten without it.
+// counted in [storage.Loaded].Corrupt, and the file rewritten without it.
 //
 // A change set cut short by a crash is told from a committed one that
 // was damaged by where its commit record ends, which its begin record (of
@@ -95,21 +95,20 @@
 // # Why not bbolt
 //
 // go.etcd.io/bbolt is the usual embedded store, and crash-safe. Measured
-// on this project's machine (ext4, 2 cores) with a store of 10,000
-// Clusters and 20 transactions of 1,000 changed ones, it missed two of
-// this store's targets and needed guarding for the third:
+// on this project's machine with a store of 10,000 Clusters and
+// transactions of 1,000 changed ones (the figures are in BENCHMARKS.md),
+// it missed two of this store's targets and needed guarding for the third:
 //
-//   - Cost: a transaction took 3.6 ms of CPU with 37-byte Clusters and
-//     8.4 ms with 460-byte ones, against 1.4 ms for the engine to take
-//     in the response itself; its B+tree copies every page a change
+//   - Cost: a transaction cost several times what the engine spends to
+//     take in the response itself: its B+tree copies every page a change
 //     touches, and 1,000 changes spread over 10,000 resources touch most
 //     of them. Here a change set is appended, and a rewrite every few
 //     change sets copies the records kept as they are (BenchmarkApply).
 //   - Disk: a copy-on-write file never shrinks and needs room for a
-//     transaction's old and new pages: it grew to 2.0 to 2.6 times the
-//     bytes kept with pages filled whole, 11 times with bbolt's default
-//     fill; keeping it to 1.5 times needs compacting into a new file,
-//     which is what this store does anyway (BenchmarkDiskSize).
+//     transaction's old and new pages: it grew past the 1.5 times the
+//     bytes kept that this store allows, even with pages filled whole;
+//     keeping it there needs compacting into a new file, which is what
+//     this store does anyway (BenchmarkDiskSize).
 //   - Integrity: bbolt reads the file through mmap and trusts its page
 //     pointers: a corrupt page can panic, or fault outside the file,
 //     which Go recovers from only with debug.SetPanicOnFault on every
@@ -146,14 +145,13 @@
 //
 // # Costs
 //
-// Measured by the package's benchmarks (go test ./lastgood -run '^$'
-// -bench . -benchmem) on a store of 10,000 Clusters, changed 1,000 at a
-// time, on this project's 2-core machine: an Apply takes 1.4 to 1.6 ms
-// of CPU (the kernel's work for write and fsync included) with 37-byte
-// Clusters, 2.6 to 2.9 ms with 336-byte ones, one in three or four of
-// them rewriting the file; Open and Load of the 10,000 take 11 to 15 ms;
-// with 336-byte Clusters the file is at most 1.44 times their bytes,
-// 1.27 times on average. A writer keeps an index of the resources' keys
-// in memory; a rewrite reads the file whole, and Load holds it while it
-// reads.
+// The package's benchmarks (go test ./lastgood -run '^$' -bench .
+// -benchmem) measure a store of 10,000 Clusters changed 1,000 at a time:
+// the CPU of an Apply, the kernel's work for write and fsync included,
+// with and without the rewrites that come every few change sets
+// (BenchmarkApply, BenchmarkApplyAll); Open and Load of the 10,000
+// (BenchmarkOpenLoad, BenchmarkLoad); and the file's size over the bytes
+// it keeps (BenchmarkDiskSize). Their figures are in BENCHMARKS.md. A
+// writer keeps an index of the resources' keys in memory; a rewrite reads
+// the file whole, and Load holds it while it reads.
 package lastgood

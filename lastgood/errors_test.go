@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/engine/storage"
 )
 
 // TestFailedAppend: a change set that could not be written is not in the
@@ -15,12 +15,12 @@ func TestFailedAppend(t *testing.T) {
 	path := storePath(t)
 	s := mustOpen(t, path, Options{})
 	defer s.Close()
-	a := []engine.StoreChange{clusterPut(1, 1, smallCluster), clusterPut(2, 1, smallCluster)}
+	a := []storage.Change{clusterPut(1, 1, smallCluster), clusterPut(2, 1, smallCluster)}
 	mustApply(t, s, testDigest, a...)
 
 	// The file fails under the store (as a disk that fails would).
 	s.f.Close()
-	b := []engine.StoreChange{clusterDelete(1), clusterPut(3, 2, smallCluster)}
+	b := []storage.Change{clusterDelete(1), clusterPut(3, 2, smallCluster)}
 	err := s.Apply(testDigest, b)
 	if err == nil || !strings.Contains(err.Error(), "lastgood: writing a change set to "+path) {
 		t.Fatalf("Apply on a failed file: %v", err)
@@ -29,7 +29,7 @@ func TestFailedAppend(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c := []engine.StoreChange{clusterPut(4, 3, smallCluster)}
+	c := []storage.Change{clusterPut(4, 3, smallCluster)}
 	mustApply(t, s, testDigest, c...)
 	if s.size != s.compacted() {
 		t.Errorf("the change set after a failed one was appended (%d bytes, %d compacted), not rewritten", s.size, s.compacted())
@@ -52,7 +52,7 @@ func TestFailedRewrite(t *testing.T) {
 	path := filepath.Join(dir, "store")
 	s := mustOpen(t, path, Options{})
 	defer s.Close()
-	a := []engine.StoreChange{clusterPut(1, 1, smallCluster)}
+	a := []storage.Change{clusterPut(1, 1, smallCluster)}
 	mustApply(t, s, testDigest, a...)
 
 	// A directory where the store was: the rename fails.
@@ -62,7 +62,7 @@ func TestFailedRewrite(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(path, "in"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	err := s.Apply([]byte("other"), []engine.StoreChange{clusterPut(2, 2, smallCluster)})
+	err := s.Apply([]byte("other"), []storage.Change{clusterPut(2, 2, smallCluster)})
 	if err == nil || !strings.Contains(err.Error(), "lastgood: rewriting the store: rename ") {
 		t.Fatalf("Apply: %v", err)
 	}
@@ -79,7 +79,7 @@ func TestFailedRewrite(t *testing.T) {
 	if err := os.Rename(path+".away", path); err != nil {
 		t.Fatal(err)
 	}
-	c := []engine.StoreChange{clusterPut(3, 3, smallCluster)}
+	c := []storage.Change{clusterPut(3, 3, smallCluster)}
 	mustApply(t, s, testDigest, c...)
 	s.Close()
 	s = mustOpen(t, path, Options{})

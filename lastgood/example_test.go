@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/engine/storage"
 	"github.com/xdsengine/xdsengine/lastgood"
 )
 
@@ -28,14 +28,14 @@ const clusterType = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 // digest stands for the engine's digest of the node and the bootstrap.
 var digest = []byte("node and bootstrap")
 
-func cluster(name, version string) engine.StoreChange {
-	return engine.StoreChange{StoredResource: engine.StoredResource{
+func cluster(name, version string) storage.Change {
+	return storage.Change{Resource: storage.Resource{
 		Server: "xds.example.com:443", TypeURL: clusterType, Name: name, Version: version,
 		Raw: []byte("the Cluster's bytes"), Received: time.Now(),
 	}}
 }
 
-func names(l engine.Loaded) []string {
+func names(l storage.Loaded) []string {
 	var out []string
 	for _, r := range l.Resources {
 		out = append(out, r.Name+"@"+r.Version)
@@ -55,7 +55,7 @@ func ExampleOpen() {
 		log.Fatal(err) // permissions to fix, or another process holds the store
 	}
 	defer store.Close()
-	var _ engine.Store = store // engine.New(engine.Config{..., Store: store})
+	var _ storage.Store = store // engine.New(engine.Config{..., Store: store})
 
 	for _, name := range []string{"xds", "xds/lastgood"} {
 		fi, err := os.Stat(filepath.Join(dir, name))
@@ -101,7 +101,7 @@ func ExampleOpen_readOnly() {
 		log.Fatal(err)
 	}
 	defer writer.Close()
-	if err := writer.Apply(digest, []engine.StoreChange{cluster("a", "1")}); err != nil {
+	if err := writer.Apply(digest, []storage.Change{cluster("a", "1")}); err != nil {
 		log.Fatal(err)
 	}
 
@@ -131,11 +131,11 @@ func ExampleStore_Apply() {
 	}
 	defer store.Close()
 
-	if err := store.Apply(digest, []engine.StoreChange{cluster("a", "1"), cluster("b", "1")}); err != nil {
+	if err := store.Apply(digest, []storage.Change{cluster("a", "1"), cluster("b", "1")}); err != nil {
 		log.Fatal(err)
 	}
-	forgetA := engine.StoreChange{Delete: true, StoredResource: engine.StoredResource{TypeURL: clusterType, Name: "a"}}
-	if err := store.Apply(digest, []engine.StoreChange{forgetA, cluster("b", "2")}); err != nil {
+	forgetA := storage.Change{Delete: true, Resource: storage.Resource{TypeURL: clusterType, Name: "a"}}
+	if err := store.Apply(digest, []storage.Change{forgetA, cluster("b", "2")}); err != nil {
 		log.Fatal(err)
 	}
 	l, err := store.Load(digest)
@@ -157,7 +157,7 @@ func ExampleStore_Load() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := store.Apply(digest, []engine.StoreChange{cluster("a", "1")}); err != nil {
+	if err := store.Apply(digest, []storage.Change{cluster("a", "1")}); err != nil {
 		log.Fatal(err)
 	}
 	store.Close()

@@ -10,14 +10,14 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/engine/storage"
 )
 
 // fuzzStore is a small store whose file holds a snapshot and two change
 // sets, and the three states it went through.
 type fuzzStore struct {
 	file   []byte
-	states []map[key]engine.StoredResource
+	states []map[key]storage.Resource
 	// ends[i] is where the snapshot (0) or change set i ends in file.
 	ends []int64
 	// changes counts the changes written: at most what can be lost.
@@ -26,11 +26,11 @@ type fuzzStore struct {
 
 func newFuzzStore(f *testing.F) fuzzStore {
 	path := filepath.Join(f.TempDir(), "store")
-	other := engine.StoreChange{StoredResource: engine.StoredResource{
+	other := storage.Change{Resource: storage.Resource{
 		Authority: "a.example", Server: "fallback:443", TypeURL: "type.googleapis.com/acme.Other",
 		Name: "xdstp://a.example/acme.Other/o", Version: "9", Raw: []byte("other"), Received: received,
 	}}
-	sets := [][]engine.StoreChange{
+	sets := [][]storage.Change{
 		{clusterPut(1, 1, smallCluster), clusterPut(2, 1, smallCluster), clusterPut(3, 1, smallCluster), clusterPut(4, 1, smallCluster)},
 		{clusterPut(1, 2, smallCluster), clusterDelete(2), other},
 		{clusterPut(3, 3, smallCluster), clusterPut(2, 3, smallCluster), clusterDelete(4)},
@@ -41,7 +41,7 @@ func newFuzzStore(f *testing.F) fuzzStore {
 	}
 	defer s.Close()
 	fs := fuzzStore{}
-	state := map[key]engine.StoredResource{}
+	state := map[key]storage.Resource{}
 	for i, set := range sets {
 		if i == 0 {
 			err = s.Apply([]byte("first"), nil) // so that set 0 is a snapshot
@@ -60,7 +60,7 @@ func newFuzzStore(f *testing.F) fuzzStore {
 			if c.Delete {
 				delete(state, k)
 			} else {
-				state[k] = c.StoredResource
+				state[k] = c.Resource
 			}
 		}
 		fs.states = append(fs.states, state)
@@ -74,13 +74,13 @@ func newFuzzStore(f *testing.F) fuzzStore {
 // check fails unless every resource loaded is the one some single state
 // held under its key: never bytes that were not written, never a mix of
 // two states.
-func (fs fuzzStore) check(t *testing.T, l engine.Loaded) {
+func (fs fuzzStore) check(t *testing.T, l storage.Loaded) {
 	t.Helper()
 	for _, state := range fs.states {
 		ok := true
 		for _, r := range l.Resources {
 			want, found := state[key{authority: r.Authority, typeURL: r.TypeURL, name: r.Name}]
-			if !found || diffResources([]engine.StoredResource{want}, []engine.StoredResource{r}) != "" {
+			if !found || diffResources([]storage.Resource{want}, []storage.Resource{r}) != "" {
 				ok = false
 				break
 			}
@@ -97,7 +97,7 @@ func (fs fuzzStore) check(t *testing.T, l engine.Loaded) {
 // state after the last change set the file holds whole: b may be cut
 // short, as by a crash, but a damaged byte must not silently take the
 // store back to an older state.
-func (fs fuzzStore) checkNotRolledBack(t *testing.T, b []byte, l engine.Loaded) {
+func (fs fuzzStore) checkNotRolledBack(t *testing.T, b []byte, l storage.Loaded) {
 	t.Helper()
 	last := 0
 	for i, end := range fs.ends {
@@ -198,14 +198,14 @@ func FuzzCorruptStore(f *testing.F) {
 		// The store works after it: a change set is kept on top of what
 		// was loaded.
 		next := clusterPut(7, 7, smallCluster)
-		if err := s.Apply(testDigest, []engine.StoreChange{next}); err != nil {
+		if err := s.Apply(testDigest, []storage.Change{next}); err != nil {
 			t.Fatalf("Apply: %v", err)
 		}
 		after, err := s.Load(testDigest)
 		if err != nil {
 			t.Fatalf("Load after Apply: %v", err)
 		}
-		if d := diffResources(append(l.Resources, next.StoredResource), after.Resources); d != "" {
+		if d := diffResources(append(l.Resources, next.Resource), after.Resources); d != "" {
 			t.Errorf("Load after Apply (-want +got):\n%s", d)
 		}
 	})

@@ -20,7 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/engine/storage"
 	"github.com/xdsengine/xdsengine/xdstest"
 )
 
@@ -59,7 +59,7 @@ func mustOpen(t testing.TB, path string, opts Options) *Store {
 	return s
 }
 
-func mustLoad(t testing.TB, s *Store, digest []byte) engine.Loaded {
+func mustLoad(t testing.TB, s *Store, digest []byte) storage.Loaded {
 	t.Helper()
 	l, err := s.Load(digest)
 	if err != nil {
@@ -68,7 +68,7 @@ func mustLoad(t testing.TB, s *Store, digest []byte) engine.Loaded {
 	return l
 }
 
-func mustApply(t testing.TB, s *Store, digest []byte, changes ...engine.StoreChange) {
+func mustApply(t testing.TB, s *Store, digest []byte, changes ...storage.Change) {
 	t.Helper()
 	if err := s.Apply(digest, changes); err != nil {
 		t.Fatalf("Apply: %v", err)
@@ -121,8 +121,8 @@ func meshCluster(i, version int) []byte {
 }
 
 // clusterPut is a change that keeps Cluster i at version.
-func clusterPut(i, version int, raw func(i, version int) []byte) engine.StoreChange {
-	return engine.StoreChange{StoredResource: engine.StoredResource{
+func clusterPut(i, version int, raw func(i, version int) []byte) storage.Change {
+	return storage.Change{Resource: storage.Resource{
 		Server:   testServer,
 		TypeURL:  clusterType,
 		Name:     fmt.Sprintf("cluster-%05d", i),
@@ -132,18 +132,18 @@ func clusterPut(i, version int, raw func(i, version int) []byte) engine.StoreCha
 	}}
 }
 
-func clusterDelete(i int) engine.StoreChange {
-	return engine.StoreChange{Delete: true, StoredResource: engine.StoredResource{
+func clusterDelete(i int) storage.Change {
+	return storage.Change{Delete: true, Resource: storage.Resource{
 		TypeURL: clusterType, Name: fmt.Sprintf("cluster-%05d", i),
 	}}
 }
 
 // puts returns the resources of changes, as Load returns them.
-func resourcesOf(changes ...engine.StoreChange) []engine.StoredResource {
-	var out []engine.StoredResource
+func resourcesOf(changes ...storage.Change) []storage.Resource {
+	var out []storage.Resource
 	for _, c := range changes {
 		if !c.Delete {
-			out = append(out, c.StoredResource)
+			out = append(out, c.Resource)
 		}
 	}
 	return out
@@ -151,13 +151,13 @@ func resourcesOf(changes ...engine.StoreChange) []engine.StoredResource {
 
 // diffResources compares resources in any order; the times by Equal,
 // nil and empty Raw alike.
-func diffResources(want, got []engine.StoredResource) string {
+func diffResources(want, got []storage.Resource) string {
 	if len(want) == 0 && len(got) == 0 || sameResources(want, got) {
 		return ""
 	}
 	return cmp.Diff(want, got,
 		cmp.Comparer(bytes.Equal),
-		cmpopts.SortSlices(func(a, b engine.StoredResource) bool {
+		cmpopts.SortSlices(func(a, b storage.Resource) bool {
 			if a.Authority != b.Authority {
 				return a.Authority < b.Authority
 			}
@@ -171,11 +171,11 @@ func diffResources(want, got []engine.StoredResource) string {
 // sameResources is diffResources's answer when the resources are the
 // same, without cmp's cost, which tests that compare thousands of states
 // would pay; false sends diffResources to cmp for the difference.
-func sameResources(want, got []engine.StoredResource) bool {
+func sameResources(want, got []storage.Resource) bool {
 	if len(want) != len(got) || storedResourceFields != 8 {
 		return false // a field sameResource does not compare
 	}
-	byKey := make(map[key]engine.StoredResource, len(want))
+	byKey := make(map[key]storage.Resource, len(want))
 	for _, r := range want {
 		byKey[key{authority: r.Authority, typeURL: r.TypeURL, name: r.Name}] = r
 	}
@@ -193,10 +193,10 @@ func sameResources(want, got []engine.StoredResource) bool {
 	return true
 }
 
-var storedResourceFields = reflect.TypeFor[engine.StoredResource]().NumField()
+var storedResourceFields = reflect.TypeFor[storage.Resource]().NumField()
 
 // sameResource compares two resources as diffResources does.
-func sameResource(a, b engine.StoredResource) bool {
+func sameResource(a, b storage.Resource) bool {
 	return a.Authority == b.Authority && a.Server == b.Server && a.TypeURL == b.TypeURL && a.Name == b.Name &&
 		a.Version == b.Version && bytes.Equal(a.Raw, b.Raw) && a.Received.Equal(b.Received) && a.Expires.Equal(b.Expires)
 }
@@ -204,26 +204,26 @@ func sameResource(a, b engine.StoredResource) bool {
 // TestSameResources: the shortcut says equal only when cmp finds no
 // difference, field by field.
 func TestSameResources(t *testing.T) {
-	base := clusterPut(1, 1, smallCluster).StoredResource
+	base := clusterPut(1, 1, smallCluster).Resource
 	base.Expires = base.Received.Add(time.Minute)
 	for _, tc := range []struct {
 		name   string
-		change func(r *engine.StoredResource)
+		change func(r *storage.Resource)
 		same   bool
 	}{
-		{"the same", func(*engine.StoredResource) {}, true},
-		{"times in another location", func(r *engine.StoredResource) { r.Received = r.Received.In(time.FixedZone("x", 3600)) }, true},
-		{"authority", func(r *engine.StoredResource) { r.Authority = "a.example" }, false},
-		{"server", func(r *engine.StoredResource) { r.Server = "other:443" }, false},
-		{"type", func(r *engine.StoredResource) { r.TypeURL += "x" }, false},
-		{"version", func(r *engine.StoredResource) { r.Version += "x" }, false},
-		{"bytes", func(r *engine.StoredResource) { r.Raw = append([]byte{1}, r.Raw[1:]...) }, false},
-		{"received", func(r *engine.StoredResource) { r.Received = r.Received.Add(1) }, false},
-		{"expires", func(r *engine.StoredResource) { r.Expires = time.Time{} }, false},
+		{"the same", func(*storage.Resource) {}, true},
+		{"times in another location", func(r *storage.Resource) { r.Received = r.Received.In(time.FixedZone("x", 3600)) }, true},
+		{"authority", func(r *storage.Resource) { r.Authority = "a.example" }, false},
+		{"server", func(r *storage.Resource) { r.Server = "other:443" }, false},
+		{"type", func(r *storage.Resource) { r.TypeURL += "x" }, false},
+		{"version", func(r *storage.Resource) { r.Version += "x" }, false},
+		{"bytes", func(r *storage.Resource) { r.Raw = append([]byte{1}, r.Raw[1:]...) }, false},
+		{"received", func(r *storage.Resource) { r.Received = r.Received.Add(1) }, false},
+		{"expires", func(r *storage.Resource) { r.Expires = time.Time{} }, false},
 	} {
 		r := base
 		tc.change(&r)
-		want, got := []engine.StoredResource{base}, []engine.StoredResource{r}
+		want, got := []storage.Resource{base}, []storage.Resource{r}
 		if same := sameResources(want, got); same != tc.same || same != (cmp.Diff(want, got, cmp.Comparer(bytes.Equal)) == "") {
 			t.Errorf("%s: sameResources = %v, want %v, as cmp", tc.name, same, tc.same)
 		}
@@ -231,13 +231,13 @@ func TestSameResources(t *testing.T) {
 	// Renamed, it is another resource.
 	r := base
 	r.Name += "x"
-	if sameResources([]engine.StoredResource{base}, []engine.StoredResource{r}) {
+	if sameResources([]storage.Resource{base}, []storage.Resource{r}) {
 		t.Error("name: sameResources = true")
 	}
-	if sameResources([]engine.StoredResource{{Raw: nil}}, []engine.StoredResource{{Raw: []byte{}}}) != true {
+	if sameResources([]storage.Resource{{Raw: nil}}, []storage.Resource{{Raw: []byte{}}}) != true {
 		t.Error("nil and empty Raw differ")
 	}
 	if storedResourceFields != 8 {
-		t.Errorf("engine.StoredResource has %d fields; sameResource compares 8: compare the new ones", storedResourceFields)
+		t.Errorf("storage.Resource has %d fields; sameResource compares 8: compare the new ones", storedResourceFields)
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/engine/storage"
 )
 
 // The long run (about ten minutes on 2 cores):
@@ -58,7 +58,7 @@ var modelDigests = [][]byte{[]byte("node-and-bootstrap"), []byte("another-node")
 // the test and in a child process, so that the child needs only the seed
 // and where to start. Keeps and deletes over 24 keys (two authorities,
 // two types, six names), resources from empty to half a MiB.
-func modelSet(seed uint64, g int) (digest []byte, changes []engine.StoreChange) {
+func modelSet(seed uint64, g int) (digest []byte, changes []storage.Change) {
 	r := rand.New(rand.NewPCG(seed, uint64(g)))
 	digest = modelDigests[0]
 	if r.IntN(25) == 0 {
@@ -66,7 +66,7 @@ func modelSet(seed uint64, g int) (digest []byte, changes []engine.StoreChange) 
 	}
 	n := r.IntN(8)
 	for i := range n {
-		c := engine.StoreChange{StoredResource: engine.StoredResource{
+		c := storage.Change{Resource: storage.Resource{
 			Authority: []string{"", "a.example"}[r.IntN(2)],
 			TypeURL:   []string{clusterType, "type.googleapis.com/acme.Other"}[r.IntN(2)],
 			Name:      "r" + strconv.Itoa(r.IntN(6)),
@@ -107,15 +107,15 @@ func modelSet(seed uint64, g int) (digest []byte, changes []engine.StoreChange) 
 // modelState is what the store holds, as the model has it.
 type modelState struct {
 	digest []byte
-	res    map[key]engine.StoredResource
+	res    map[key]storage.Resource
 }
 
 // apply is the state after a change set, as Apply documents it.
-func (m modelState) apply(digest []byte, changes []engine.StoreChange) modelState {
+func (m modelState) apply(digest []byte, changes []storage.Change) modelState {
 	if bytes.Equal(digest, m.digest) && len(changes) == 0 {
 		return m
 	}
-	next := modelState{digest: digest, res: map[key]engine.StoredResource{}}
+	next := modelState{digest: digest, res: map[key]storage.Resource{}}
 	if bytes.Equal(digest, m.digest) {
 		next.res = maps.Clone(m.res)
 	}
@@ -124,7 +124,7 @@ func (m modelState) apply(digest []byte, changes []engine.StoreChange) modelStat
 		if c.Delete {
 			delete(next.res, k)
 		} else {
-			next.res[k] = c.StoredResource
+			next.res[k] = c.Resource
 		}
 	}
 	return next
@@ -133,7 +133,7 @@ func (m modelState) apply(digest []byte, changes []engine.StoreChange) modelStat
 // loaded is what a store opened and loaded.
 type loaded struct {
 	digest  []byte
-	res     []engine.StoredResource
+	res     []storage.Resource
 	corrupt int
 	moved   string
 }
@@ -341,7 +341,7 @@ func (h *history) judgeDamaged(l loaded, exact ...modelState) {
 	if !found {
 		h.fail("damaged and reported, but loaded %d resources that no state of the model held together", len(l.res))
 	}
-	m := modelState{digest: l.digest, res: map[key]engine.StoredResource{}}
+	m := modelState{digest: l.digest, res: map[key]storage.Resource{}}
 	for _, r := range l.res {
 		m.res[key{authority: r.Authority, typeURL: r.TypeURL, name: r.Name}] = r
 	}
@@ -443,7 +443,7 @@ func TestStoreMatchesModel(t *testing.T) {
 				t: t, id: id, seed: seed ^ uint64(id)*0x9e3779b97f4a7c15,
 				rng:   rand.New(rand.NewPCG(seed, uint64(id))),
 				path:  filepath.Join(dir, strconv.Itoa(id), "store"),
-				cur:   modelState{res: map[key]engine.StoredResource{}},
+				cur:   modelState{res: map[key]storage.Resource{}},
 				stats: stats,
 			}
 			hs[i].past = []modelState{hs[i].cur}

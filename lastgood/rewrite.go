@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/engine/storage"
 )
 
 // rewrite writes the whole store anew, for digest: the resources kept
@@ -17,7 +17,7 @@ import (
 // It writes a temporary file beside the store, syncs it and renames it
 // over the store, then syncs the directory. The Store's state changes
 // only once the rename is done.
-func (s *Store) rewrite(digest []byte, keep bool, changes []engine.StoreChange) error {
+func (s *Store) rewrite(digest []byte, keep bool, changes []storage.Change) error {
 	last := make(map[key]int, len(changes)) // the change that counts, per key
 	for i := range changes {
 		c := &changes[i]

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/engine/storage"
 )
 
 // committedSets is a store file holding a snapshot and two change sets
@@ -18,7 +18,7 @@ type committedSets struct {
 	// starts[i] is where change set i+1 begins; ends[i] where it ends.
 	starts, ends [2]int64
 	// states[i] is the store after change set i (0: the snapshot).
-	states [3][]engine.StoredResource
+	states [3][]storage.Resource
 }
 
 func newCommittedSets(t *testing.T) committedSets {
@@ -27,7 +27,7 @@ func newCommittedSets(t *testing.T) committedSets {
 	snapshot, set1, set2, offs := changeSetStore(t, path)
 	cs := committedSets{file: readFile(t, path), starts: offs}
 	cs.ends = [2]int64{offs[1], int64(len(cs.file))}
-	cs.states = [3][]engine.StoredResource{
+	cs.states = [3][]storage.Resource{
 		resourcesOf(snapshot...),
 		resourcesOf(set1[0], snapshot[2], set1[2]),
 		resourcesOf(set1[0], set2[1], set2[0], set1[2]),
@@ -37,7 +37,7 @@ func newCommittedSets(t *testing.T) committedSets {
 
 // before returns the state of the store before the first change set
 // that holds a byte of damaged.
-func (cs committedSets) before(damaged []int64) []engine.StoredResource {
+func (cs committedSets) before(damaged []int64) []storage.Resource {
 	first := len(cs.starts)
 	for _, off := range damaged {
 		for i := range cs.starts {
@@ -133,7 +133,7 @@ func TestDamagedChangeSetMovedAside(t *testing.T) {
 			s.Close()
 			s = mustOpen(t, path, Options{})
 			l = mustLoad(t, s, testDigest)
-			if d := diffResources(append(append([]engine.StoredResource(nil), want...), next.StoredResource), l.Resources); d != "" {
+			if d := diffResources(append(append([]storage.Resource(nil), want...), next.Resource), l.Resources); d != "" {
 				t.Errorf("Load after the next change set (-want +got):\n%s", d)
 			}
 			if l.Corrupt != 0 || s.MovedAside() != "" {
@@ -215,7 +215,7 @@ func TestDamagedChangeSetFoundByLoad(t *testing.T) {
 	s.Close()
 	s = mustOpen(t, path, Options{})
 	l = mustLoad(t, s, testDigest)
-	if d := diffResources(append(append([]engine.StoredResource(nil), cs.states[1]...), next.StoredResource), l.Resources); d != "" {
+	if d := diffResources(append(append([]storage.Resource(nil), cs.states[1]...), next.Resource), l.Resources); d != "" {
 		t.Errorf("Load after the next change set (-want +got):\n%s", d)
 	}
 	if l.Corrupt != 0 || s.MovedAside() != "" {

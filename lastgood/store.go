@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/engine/storage"
 )
 
 // DefaultLockTimeout is how long Open waits for another process to
@@ -58,7 +58,7 @@ var (
 )
 
 // Store is a last-known-good configuration in one file. It implements
-// [engine.Store]; its methods may be called from any goroutine.
+// [storage.Store]; its methods may be called from any goroutine.
 type Store struct {
 	path     string
 	readOnly bool
@@ -91,7 +91,7 @@ type Store struct {
 	locs  []at
 }
 
-var _ engine.Store = (*Store)(nil)
+var _ storage.Store = (*Store)(nil)
 
 // Open opens the store at path, creating it (and its directory, 0700) if
 // it does not exist.
@@ -262,13 +262,13 @@ func (s *Store) openReadOnly() error {
 // it, and a writer moves the file aside and goes on from that state, as
 // Open does. Their Raw bytes are the caller's. The first Load after Open
 // uses what Open read, not reading the file again.
-func (s *Store) Load(digest []byte) (engine.Loaded, error) {
+func (s *Store) Load(digest []byte) (storage.Loaded, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return engine.Loaded{}, ErrClosed
+		return storage.Loaded{}, ErrClosed
 	}
-	loaded := engine.Loaded{Corrupt: s.pendingCorrupt}
+	loaded := storage.Loaded{Corrupt: s.pendingCorrupt}
 	s.pendingCorrupt = 0
 	sc := s.opened
 	s.opened = nil
@@ -341,17 +341,17 @@ func (s *Store) read() ([]byte, error) {
 
 // resources copies what a scan found out of the file's bytes, the raw
 // bytes into one allocation.
-func resources(sc *scanned) []engine.StoredResource {
+func resources(sc *scanned) []storage.Resource {
 	total := 0
 	for _, e := range sc.entries {
 		total += len(e.put.raw)
 	}
 	arena := make([]byte, 0, total)
-	out := make([]engine.StoredResource, 0, len(sc.entries))
+	out := make([]storage.Resource, 0, len(sc.entries))
 	for k, e := range sc.entries {
 		start := len(arena)
 		arena = append(arena, e.put.raw...)
-		out = append(out, engine.StoredResource{
+		out = append(out, storage.Resource{
 			Authority: k.authority,
 			Server:    sc.sources[e.put.source].server,
 			TypeURL:   k.typeURL,

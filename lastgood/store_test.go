@@ -11,15 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/engine/storage"
 )
 
 func TestRoundTrip(t *testing.T) {
 	path := storePath(t)
-	changes := []engine.StoreChange{
+	changes := []storage.Change{
 		clusterPut(1, 7, smallCluster),
 		clusterPut(2, 7, meshCluster),
-		{StoredResource: engine.StoredResource{
+		{Resource: storage.Resource{
 			Authority: "xds.example.com",
 			Server:    "fallback.example.com:443",
 			TypeURL:   "type.googleapis.com/envoy.config.listener.v3.Listener",
@@ -28,7 +28,7 @@ func TestRoundTrip(t *testing.T) {
 			Raw:       []byte{},
 			Received:  time.Time{}, // kept as zero
 		}},
-		{StoredResource: engine.StoredResource{
+		{Resource: storage.Resource{
 			Server:   testServer,
 			TypeURL:  "type.googleapis.com/acme.Custom",
 			Name:     "with\x00nul and ünïcode",
@@ -73,65 +73,65 @@ func TestRoundTrip(t *testing.T) {
 func TestChangeSets(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		sets [][]engine.StoreChange
-		want []engine.StoreChange
+		sets [][]storage.Change
+		want []storage.Change
 	}{{
 		name: "delete",
-		sets: [][]engine.StoreChange{
+		sets: [][]storage.Change{
 			{clusterPut(1, 1, smallCluster), clusterPut(2, 1, smallCluster), clusterPut(3, 1, smallCluster)},
 			{clusterDelete(2)},
 		},
-		want: []engine.StoreChange{clusterPut(1, 1, smallCluster), clusterPut(3, 1, smallCluster)},
+		want: []storage.Change{clusterPut(1, 1, smallCluster), clusterPut(3, 1, smallCluster)},
 	}, {
 		name: "delete then put again",
-		sets: [][]engine.StoreChange{
+		sets: [][]storage.Change{
 			{clusterPut(1, 1, smallCluster), clusterPut(2, 1, smallCluster)},
 			{clusterDelete(2)},
 			{clusterPut(2, 3, smallCluster)},
 		},
-		want: []engine.StoreChange{clusterPut(1, 1, smallCluster), clusterPut(2, 3, smallCluster)},
+		want: []storage.Change{clusterPut(1, 1, smallCluster), clusterPut(2, 3, smallCluster)},
 	}, {
 		name: "delete of a resource never kept",
-		sets: [][]engine.StoreChange{
+		sets: [][]storage.Change{
 			{clusterPut(1, 1, smallCluster)},
 			{clusterDelete(9)},
 		},
-		want: []engine.StoreChange{clusterPut(1, 1, smallCluster)},
+		want: []storage.Change{clusterPut(1, 1, smallCluster)},
 	}, {
 		name: "update",
-		sets: [][]engine.StoreChange{
+		sets: [][]storage.Change{
 			{clusterPut(1, 1, smallCluster), clusterPut(2, 1, meshCluster)},
 			{clusterPut(2, 2, meshCluster)},
 			{clusterPut(1, 3, smallCluster)},
 		},
-		want: []engine.StoreChange{clusterPut(1, 3, smallCluster), clusterPut(2, 2, meshCluster)},
+		want: []storage.Change{clusterPut(1, 3, smallCluster), clusterPut(2, 2, meshCluster)},
 	}, {
 		name: "the last change of a name in a set counts",
-		sets: [][]engine.StoreChange{
+		sets: [][]storage.Change{
 			{clusterPut(1, 1, smallCluster), clusterPut(2, 1, smallCluster)},
 			{clusterPut(1, 2, smallCluster), clusterDelete(1), clusterDelete(2), clusterPut(2, 2, smallCluster)},
 		},
-		want: []engine.StoreChange{clusterPut(2, 2, smallCluster)},
+		want: []storage.Change{clusterPut(2, 2, smallCluster)},
 	}, {
 		name: "same name, other type or authority",
-		sets: [][]engine.StoreChange{{
+		sets: [][]storage.Change{{
 			clusterPut(1, 1, smallCluster),
-			{StoredResource: engine.StoredResource{TypeURL: "type.googleapis.com/acme.Other", Name: "cluster-00001", Raw: []byte("o")}},
-			{StoredResource: engine.StoredResource{Authority: "a.example", TypeURL: clusterType, Name: "cluster-00001", Raw: []byte("a")}},
+			{Resource: storage.Resource{TypeURL: "type.googleapis.com/acme.Other", Name: "cluster-00001", Raw: []byte("o")}},
+			{Resource: storage.Resource{Authority: "a.example", TypeURL: clusterType, Name: "cluster-00001", Raw: []byte("a")}},
 		}, {
-			{Delete: true, StoredResource: engine.StoredResource{TypeURL: "type.googleapis.com/acme.Other", Name: "cluster-00001"}},
+			{Delete: true, Resource: storage.Resource{TypeURL: "type.googleapis.com/acme.Other", Name: "cluster-00001"}},
 		}},
-		want: []engine.StoreChange{
+		want: []storage.Change{
 			clusterPut(1, 1, smallCluster),
-			{StoredResource: engine.StoredResource{Authority: "a.example", TypeURL: clusterType, Name: "cluster-00001", Raw: []byte("a")}},
+			{Resource: storage.Resource{Authority: "a.example", TypeURL: clusterType, Name: "cluster-00001", Raw: []byte("a")}},
 		},
 	}, {
 		name: "one server's resource moves to another",
-		sets: [][]engine.StoreChange{
+		sets: [][]storage.Change{
 			{clusterPut(1, 1, smallCluster)},
-			{func() engine.StoreChange { c := clusterPut(1, 2, smallCluster); c.Server = "fallback:1"; return c }()},
+			{func() storage.Change { c := clusterPut(1, 2, smallCluster); c.Server = "fallback:1"; return c }()},
 		},
-		want: []engine.StoreChange{func() engine.StoreChange { c := clusterPut(1, 2, smallCluster); c.Server = "fallback:1"; return c }()},
+		want: []storage.Change{func() storage.Change { c := clusterPut(1, 2, smallCluster); c.Server = "fallback:1"; return c }()},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := storePath(t)
@@ -166,7 +166,7 @@ func TestDigest(t *testing.T) {
 	if l := mustLoad(t, s, testDigest); len(l.Resources) != 0 {
 		t.Errorf("a new store loaded %d resources", len(l.Resources))
 	}
-	first := []engine.StoreChange{clusterPut(1, 1, smallCluster), clusterPut(2, 1, smallCluster)}
+	first := []storage.Change{clusterPut(1, 1, smallCluster), clusterPut(2, 1, smallCluster)}
 	mustApply(t, s, testDigest, first...)
 
 	other := []byte("another node")
@@ -175,7 +175,7 @@ func TestDigest(t *testing.T) {
 	}
 	// Applying with another digest replaces the store: the deletes of the
 	// change set have nothing to delete.
-	second := []engine.StoreChange{clusterPut(3, 2, smallCluster), clusterDelete(1)}
+	second := []storage.Change{clusterPut(3, 2, smallCluster), clusterDelete(1)}
 	mustApply(t, s, other, second...)
 	if l := mustLoad(t, s, testDigest); len(l.Resources) != 0 {
 		t.Errorf("the old digest still loads %d resources", len(l.Resources))
@@ -362,7 +362,7 @@ func TestReadOnly(t *testing.T) {
 	}
 	w := mustOpen(t, path, Options{})
 	defer w.Close()
-	first := []engine.StoreChange{clusterPut(1, 1, smallCluster), clusterPut(2, 1, smallCluster)}
+	first := []storage.Change{clusterPut(1, 1, smallCluster), clusterPut(2, 1, smallCluster)}
 	mustApply(t, w, testDigest, first...)
 
 	// A reader opens and reads while the writer holds the lock.
@@ -421,10 +421,10 @@ func TestApplyRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		digest  []byte
-		changes []engine.StoreChange
+		changes []storage.Change
 		want    string
 	}{
-		{"no type URL", testDigest, []engine.StoreChange{clusterPut(1, 1, smallCluster), {}}, "lastgood: Apply: changes[1].TypeURL: must not be empty"},
+		{"no type URL", testDigest, []storage.Change{clusterPut(1, 1, smallCluster), {}}, "lastgood: Apply: changes[1].TypeURL: must not be empty"},
 		{"long digest", make([]byte, 1025), nil, "lastgood: Apply: the digest has 1025 bytes; at most 1024"},
 	} {
 		if err := s.Apply(tc.digest, tc.changes); err == nil || err.Error() != tc.want {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/engine/storage"
 )
 
 // minSlack is how far a small file may grow past its compacted size
@@ -32,7 +32,7 @@ func limit(compacted, raw int64) int64 {
 // over the store. Either way a crash leaves the store as before the
 // change set or as after it. With another digest than the store's, the
 // store's content is replaced by the change set's resources.
-func (s *Store) Apply(digest []byte, changes []engine.StoreChange) error {
+func (s *Store) Apply(digest []byte, changes []storage.Change) error {
 	if err := checkApply(digest, changes); err != nil {
 		return err
 	}
@@ -54,7 +54,7 @@ func (s *Store) Apply(digest []byte, changes []engine.StoreChange) error {
 	return s.appendChanges(changes)
 }
 
-func checkApply(digest []byte, changes []engine.StoreChange) error {
+func checkApply(digest []byte, changes []storage.Change) error {
 	if len(digest) > maxDigestLen {
 		return fmt.Errorf("lastgood: Apply: the digest has %d bytes; at most %d", len(digest), maxDigestLen)
 	}
@@ -71,7 +71,7 @@ func checkApply(digest []byte, changes []engine.StoreChange) error {
 	return nil
 }
 
-func (s *Store) appendChanges(changes []engine.StoreChange) error {
+func (s *Store) appendChanges(changes []storage.Change) error {
 	// First what the change set would add, to decide between appending
 	// and rewriting before encoding anything.
 	slots := s.slots[:0] // of the resources changes name, nil for new ones

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/engine/storage"
 )
 
 // DefaultLinger is how long an upstream subscription stays after the last
@@ -47,7 +48,7 @@ type Config struct {
 	// node's configuration in it, and closes it when the key's engine
 	// closes (the key idle for the linger, or the relay closed); the key
 	// asks for it again if it comes back.
-	Store func(key string) (engine.Store, error)
+	Store func(key string) (storage.Store, error)
 	// Logger receives the relay's logs, and the engines' when
 	// Upstream.Logger is nil. Nil discards them.
 	Logger *slog.Logger

@@ -10,6 +10,7 @@ import (
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/engine/storage"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/relay"
 	"github.com/xdsengine/xdsengine/relay/relaytest"
@@ -80,14 +81,14 @@ func TestDefaultEncoder(t *testing.T) {
 	}
 }
 
-// recordingStore is an engine.Store that remembers being closed.
+// recordingStore is an storage.Store that remembers being closed.
 type recordingStore struct {
 	mu     sync.Mutex
 	closed bool
 }
 
-func (s *recordingStore) Load([]byte) (engine.Loaded, error)       { return engine.Loaded{}, nil }
-func (s *recordingStore) Apply([]byte, []engine.StoreChange) error { return nil }
+func (s *recordingStore) Load([]byte) (storage.Loaded, error)  { return storage.Loaded{}, nil }
+func (s *recordingStore) Apply([]byte, []storage.Change) error { return nil }
 func (s *recordingStore) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -103,7 +104,7 @@ func TestStorePerKey(t *testing.T) {
 	var mu sync.Mutex
 	stores := map[string]*recordingStore{}
 	r := newRelay(t, up, relaytest.Options{}, func(c *relay.Config) {
-		c.Store = func(key string) (engine.Store, error) {
+		c.Store = func(key string) (storage.Store, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if stores[key] != nil {

@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/engine/storage"
 	"github.com/xdsengine/xdsengine/lastgood"
 	"github.com/xdsengine/xdsengine/types/builtin"
 )
@@ -75,7 +75,7 @@ func runStore(_ context.Context, c *command, args []string, stdout, stderr io.Wr
 
 // storeListing prints a store's content, sorted by type, name and
 // authority.
-func storeListing(path string, digest []byte, l engine.Loaded, now time.Time) string {
+func storeListing(path string, digest []byte, l storage.Loaded, now time.Time) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "store %s: format %d, digest %s, %d resource%s, %d corrupt\n",
 		path, lastgood.FormatVersion, shortDigest(digest), len(l.Resources), plural(len(l.Resources)), l.Corrupt)
@@ -84,14 +84,14 @@ func storeListing(path string, digest []byte, l engine.Loaded, now time.Time) st
 	}
 	reg := builtin.Registry()
 	rs := slices.Clone(l.Resources)
-	slices.SortFunc(rs, func(a, b engine.StoredResource) int {
-		return cmp.Or(cmp.Compare(typeName(reg, a.TypeURL), typeName(reg, b.TypeURL)), cmp.Compare(a.TypeURL, b.TypeURL),
+	slices.SortFunc(rs, func(a, b storage.Resource) int {
+		return cmp.Or(cmp.Compare(reg.ShortName(a.TypeURL), reg.ShortName(b.TypeURL)), cmp.Compare(a.TypeURL, b.TypeURL),
 			cmp.Compare(a.Name, b.Name), cmp.Compare(a.Authority, b.Authority))
 	})
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TYPE\tNAME\tVERSION\tAGE\tSERVER")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cell(typeName(reg, r.TypeURL)), cell(r.Name), cell(r.Version), age(now, r.Received), cell(r.Server))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cell(reg.ShortName(r.TypeURL)), cell(r.Name), cell(r.Version), age(now, r.Received), cell(r.Server))
 	}
 	tw.Flush()
 	return b.String()

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/engine/storage"
 	"github.com/xdsengine/xdsengine/lastgood"
 	"github.com/xdsengine/xdsengine/types/cds"
 	"github.com/xdsengine/xdsengine/types/lds"
@@ -19,26 +19,26 @@ import (
 var storeDigest = sha256.Sum256([]byte("node and bootstrap"))
 
 // storeChanges are what the tests keep, received at times before now.
-func storeChanges(now time.Time) []engine.StoreChange {
-	put := func(r engine.StoredResource) engine.StoreChange { return engine.StoreChange{StoredResource: r} }
-	return []engine.StoreChange{
-		put(engine.StoredResource{Server: "xds.example.com:443", TypeURL: cds.TypeURL, Name: "cluster-b", Version: "7",
+func storeChanges(now time.Time) []storage.Change {
+	put := func(r storage.Resource) storage.Change { return storage.Change{Resource: r} }
+	return []storage.Change{
+		put(storage.Resource{Server: "xds.example.com:443", TypeURL: cds.TypeURL, Name: "cluster-b", Version: "7",
 			Raw: []byte("cluster b"), Received: now.Add(-2*time.Minute - 13*time.Second)}),
-		put(engine.StoredResource{Server: "xds.example.com:443", TypeURL: cds.TypeURL, Name: "cluster-a", Version: "7",
+		put(storage.Resource{Server: "xds.example.com:443", TypeURL: cds.TypeURL, Name: "cluster-a", Version: "7",
 			Raw: []byte("cluster a"), Received: now.Add(-2*time.Minute - 13*time.Second)}),
-		put(engine.StoredResource{Authority: "xds.example.com", Server: "fallback.example.com:443", TypeURL: lds.TypeURL,
+		put(storage.Resource{Authority: "xds.example.com", Server: "fallback.example.com:443", TypeURL: lds.TypeURL,
 			Name: "xdstp://xds.example.com/envoy.config.listener.v3.Listener/l", Version: "3",
 			Raw: []byte("listener"), Received: now.Add(-26 * time.Hour)}),
-		put(engine.StoredResource{TypeURL: "type.googleapis.com/acme.v1.Custom", Name: "with space\n", Raw: []byte("custom")}),
+		put(storage.Resource{TypeURL: "type.googleapis.com/acme.v1.Custom", Name: "with space\n", Raw: []byte("custom")}),
 	}
 }
 
 func TestStoreListing(t *testing.T) {
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	changes := storeChanges(now)
-	var l engine.Loaded
+	var l storage.Loaded
 	for _, c := range changes {
-		l.Resources = append(l.Resources, c.StoredResource)
+		l.Resources = append(l.Resources, c.Resource)
 	}
 	l.Corrupt = 2
 	want := `store /x/lastgood: format 2, digest 12d5a78b819f5c64…, 4 resources, 2 corrupt
@@ -58,7 +58,7 @@ Listener  xdstp://xds.example.com/envoy.config.listener.v3.Listener/l  3        
 		{nil, "store p: format 2, digest none, 0 resources, 0 corrupt\n"},
 		{[]byte{1, 2}, "store p: format 2, digest 0102, 0 resources, 0 corrupt\n"},
 	} {
-		if got := storeListing("p", tc.digest, engine.Loaded{}, now); got != tc.want {
+		if got := storeListing("p", tc.digest, storage.Loaded{}, now); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
 		}
 	}

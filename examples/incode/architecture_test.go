@@ -30,7 +30,7 @@ func box(rel string) string {
 	switch {
 	case first == "internal" || leftOut[rel] != "":
 		return ""
-	case rel == "engine/internal/wire", first == "cmd":
+	case rel == "engine/internal/wire", rel == "engine/storage", first == "cmd":
 		return rel
 	case first == "types":
 		return "types/…"

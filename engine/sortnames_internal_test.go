@@ -1,4 +1,4 @@
-package wire
+package engine
 
 import (
 	"math/rand/v2"
@@ -56,9 +56,9 @@ func TestSortNames(t *testing.T) {
 			want := slices.Clone(tc.names)
 			slices.Sort(want)
 			got := slices.Clone(tc.names)
-			SortNames(got)
+			sortNames(got)
 			if !slices.Equal(got, want) {
-				t.Fatalf("SortNames differs from slices.Sort (first difference at %d)", firstDifference(got, want))
+				t.Fatalf("sortNames differs from slices.Sort (first difference at %d)", firstDifference(got, want))
 			}
 		})
 	}
@@ -73,7 +73,7 @@ func firstDifference(a, b []string) int {
 	return len(a)
 }
 
-// FuzzSortNames: SortNames orders any names as slices.Sort does. The
+// FuzzSortNames: sortNames orders any names as slices.Sort does. The
 // input's lines are the names, repeated with a few prefixes so that the
 // packed sort runs.
 func FuzzSortNames(f *testing.F) {
@@ -90,14 +90,14 @@ func FuzzSortNames(f *testing.F) {
 		}
 		want := slices.Clone(names)
 		slices.Sort(want)
-		SortNames(names)
+		sortNames(names)
 		if !slices.Equal(names, want) {
-			t.Fatalf("SortNames differs from slices.Sort (first difference at %d)", firstDifference(names, want))
+			t.Fatalf("sortNames differs from slices.Sort (first difference at %d)", firstDifference(names, want))
 		}
 	})
 }
 
-// BenchmarkSortNames compares SortNames with slices.Sort on 1,000 names,
+// BenchmarkSortNames compares sortNames with slices.Sort on 1,000 names,
 // alone and with the collector marking throughout (gc), as it often is
 // while a cold start builds its first request.
 func BenchmarkSortNames(b *testing.B) {
@@ -114,7 +114,7 @@ func BenchmarkSortNames(b *testing.B) {
 			for _, sorter := range []struct {
 				name string
 				sort func([]string)
-			}{{"slices.Sort", slices.Sort[[]string]}, {"SortNames", SortNames}} {
+			}{{"slices.Sort", slices.Sort[[]string]}, {"sortNames", sortNames}} {
 				b.Run(name+"/"+sorter.name, func(b *testing.B) {
 					stop := make(chan struct{})
 					done := make(chan struct{})

@@ -1,4 +1,4 @@
-package setup
+package engine
 
 import (
 	"slices"
@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
+	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"github.com/google/go-cmp/cmp"
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/structpb"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func decodeNothing(raw []byte, _ registry.DecodeOptions) (registry.DecodeResult, error) {
 	return registry.DecodeResult{}, nil
@@ -30,7 +30,7 @@ func resourceType(name string, offUnderA95 bool, clientFeatures ...string) regis
 	return t
 }
 
-func TestCheck(t *testing.T) {
+func TestCheckConfig(t *testing.T) {
 	reg := registry.MustNew(resourceType("A", false))
 	good := &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{{URI: "s"}},
 		Authorities: map[string]bootstrap.Authority{"a": {Servers: []bootstrap.ServerConfig{{URI: "t"}}}, "b": {}}}
@@ -53,14 +53,14 @@ func TestCheck(t *testing.T) {
 			Authorities: map[string]bootstrap.Authority{"a": {Servers: []bootstrap.ServerConfig{{}}}}}, 0,
 			`Config.Bootstrap.Authorities["a"].Servers[0]: empty URI`},
 	} {
-		err := Check(tc.reg, tc.bs, tc.maxBytes)
+		err := checkConfig(tc.reg, tc.bs, tc.maxBytes)
 		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.HasSuffix(err.Error(), tc.err)) {
 			t.Errorf("%s: Check = %v, want %q", tc.name, err, tc.err)
 		}
 	}
 }
 
-func TestTypes(t *testing.T) {
+func TestEnabledTypes(t *testing.T) {
 	reg := registry.MustNew(resourceType("A", false, "a1"), resourceType("B", true, "b1", "b2"), resourceType("C", false))
 	for _, tc := range []struct {
 		name     string
@@ -71,7 +71,7 @@ func TestTypes(t *testing.T) {
 		{"all on", features.Switches{}, []string{"A", "B", "C"}, []string{"a1", "b1", "b2"}},
 		{"B off", features.Switches{DisableEndpointFallback: true}, []string{"A", "C"}, []string{"a1"}},
 	} {
-		types, clientFeatures := Types(reg, tc.sw)
+		types, clientFeatures := enabledTypes(reg, tc.sw)
 		var names []string
 		for _, u := range reg.TypeURLs() {
 			if typ := types[u]; typ != nil {
@@ -81,10 +81,10 @@ func TestTypes(t *testing.T) {
 				names = append(names, typ.Name)
 			}
 		}
-		if _, ok := types.Lookup("type.googleapis.com/test.Unregistered"); ok {
+		if _, ok := types.lookup("type.googleapis.com/test.Unregistered"); ok {
 			t.Errorf("%s: an unregistered type looked up", tc.name)
 		}
-		if typ, ok := types.Lookup(reg.TypeURLs()[0]); !ok || typ.Name != "A" {
+		if typ, ok := types.lookup(reg.TypeURLs()[0]); !ok || typ.Name != "A" {
 			t.Errorf("%s: Lookup of A = %v, %v", tc.name, typ, ok)
 		}
 		if len(types) != len(names) || !slices.Equal(names, tc.types) || !slices.Equal(clientFeatures, tc.features) {
@@ -99,7 +99,7 @@ type own string
 
 func (o own) Name() string { return string(o) }
 
-func TestKnownAndServer(t *testing.T) {
+func TestKnownFeaturesAndServerInfo(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		sw      features.Switches
@@ -122,7 +122,7 @@ func TestKnownAndServer(t *testing.T) {
 			server: bootstrap.ServerConfig{URI: "s", ServerFeatures: []string{"mine", "fail_on_data_errors", "ignore_resource_deletion"}},
 			active: []string{"mine", "fail_on_data_errors", "ignore_resource_deletion"}},
 	} {
-		info, ignored := Server(tc.server, Known(tc.sw, tc.own))
+		info, ignored := serverInfo(tc.server, knownFeatures(tc.sw, tc.own))
 		acts := info.Features.ErrorAction(features.ErrorEvent{Class: features.DataError}, features.Keep) == features.Drop
 		if info.URI != tc.server.URI || !slices.Equal(info.Features.Names(), tc.active) || info.Delta != tc.delta ||
 			!slices.Equal(ignored, tc.ignored) || acts != tc.failOnDataErrorsActs {
@@ -132,13 +132,13 @@ func TestKnownAndServer(t *testing.T) {
 	}
 }
 
-func TestAuthorities(t *testing.T) {
+func TestAuthoritiesOf(t *testing.T) {
 	s1, s2, s3 := bootstrap.ServerConfig{URI: "s1"}, bootstrap.ServerConfig{URI: "s2"}, bootstrap.ServerConfig{URI: "s3"}
 	bs := &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{s1, s2}, Authorities: map[string]bootstrap.Authority{
 		"own":     {Servers: []bootstrap.ServerConfig{s3, s1}, FallbackOnReachabilityOnly: true},
 		"default": {}, // the top-level servers
 	}}
-	uris := func(a Authority) string {
+	uris := func(a authoritySetup) string {
 		var out []string
 		for _, s := range a.Servers {
 			out = append(out, s.URI)
@@ -154,8 +154,8 @@ func TestAuthorities(t *testing.T) {
 		{"fallback off", features.Switches{DisableFallback: true}, []string{":s1", "default:s1", "own:s3 reachability only"}},
 		{"endpoint fallback off", features.Switches{DisableEndpointFallback: true}, []string{":s1,s2", "default:s1,s2", "own:s3,s1"}},
 	} {
-		byName := map[string]Authority{}
-		old := Authorities(bs, tc.sw, func(a Authority) { byName[a.Name] = a })
+		byName := map[string]authoritySetup{}
+		old := authoritiesOf(bs, tc.sw, func(a authoritySetup) { byName[a.Name] = a })
 		got := []string{uris(old)}
 		for _, name := range []string{"default", "own"} {
 			got = append(got, uris(byName[name]))
@@ -166,8 +166,8 @@ func TestAuthorities(t *testing.T) {
 	}
 }
 
-// TestSwitches: configured switches win over the environment's.
-func TestSwitches(t *testing.T) {
+// TestSwitchesOf: configured switches win over the environment's.
+func TestSwitchesOf(t *testing.T) {
 	t.Setenv("GRPC_EXPERIMENTAL_XDS_FALLBACK", "false")
 	for _, tc := range []struct {
 		name       string
@@ -177,21 +177,21 @@ func TestSwitches(t *testing.T) {
 		{"from the environment", nil, features.SwitchesFromEnv()},
 		{"configured", &features.Switches{}, features.Switches{}},
 	} {
-		if got := Switches(tc.configured); got != tc.want {
+		if got := switchesOf(tc.configured); got != tc.want {
 			t.Errorf("%s: Switches = %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
-	if !Switches(nil).DisableFallback {
+	if !switchesOf(nil).DisableFallback {
 		t.Error("GRPC_EXPERIMENTAL_XDS_FALLBACK=false is not read")
 	}
 }
 
-// TestCertificateProviders: instances of the bootstrap pass, others do
+// TestCertificateProvidersOf: instances of the bootstrap pass, others do
 // not, a later change of the bootstrap is not seen, and ignore means no
 // test.
-func TestCertificateProviders(t *testing.T) {
+func TestCertificateProvidersOf(t *testing.T) {
 	bs := &bootstrap.Bootstrap{CertificateProviders: map[string]bootstrap.CertificateProvider{"mesh": {}}}
-	known := CertificateProviders(bs, false)
+	known := certificateProvidersOf(bs, false)
 	bs.CertificateProviders["later"] = bootstrap.CertificateProvider{}
 	for _, tc := range []struct {
 		name string
@@ -201,15 +201,15 @@ func TestCertificateProviders(t *testing.T) {
 			t.Errorf("instance %q known = %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	if CertificateProviders(bs, true) != nil {
+	if certificateProvidersOf(bs, true) != nil {
 		t.Error("with ignore set, a test was returned")
 	}
 }
 
-// TestTimer: 15 s by default, 30 s and transient with
+// TestServerTimer: 15 s by default, 30 s and transient with
 // resource_timer_is_transient_error, a positive override's length either
 // way.
-func TestTimer(t *testing.T) {
+func TestServerTimer(t *testing.T) {
 	transient := features.Resolve([]string{features.NameResourceTimerIsTransientError}, features.Builtin()...)
 	for _, tc := range []struct {
 		name     string
@@ -223,13 +223,13 @@ func TestTimer(t *testing.T) {
 		{"transient, overridden", transient, time.Second, features.Timer{Timeout: time.Second, Transient: true}},
 		{"negative override ignored", nil, -time.Second, features.Timer{Timeout: 15 * time.Second}},
 	} {
-		if got := Timer(tc.fs, tc.override); got != tc.want {
+		if got := serverTimer(tc.fs, tc.override); got != tc.want {
 			t.Errorf("%s: Timer = %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
 }
 
-func TestBackoff(t *testing.T) {
+func TestDefaultBackoff(t *testing.T) {
 	for _, tc := range []struct {
 		n    int
 		base time.Duration // before jitter
@@ -244,14 +244,42 @@ func TestBackoff(t *testing.T) {
 		lo, hi := time.Duration(0.8*float64(tc.base))-time.Microsecond, time.Duration(1.2*float64(tc.base))+time.Microsecond
 		var below, above bool // jitter goes both ways
 		for range 200 {
-			d := Backoff(tc.n)
+			d := defaultBackoff(tc.n)
 			if d < lo || d > hi {
-				t.Fatalf("Backoff(%d) = %v, want within [%v, %v]", tc.n, d, lo, hi)
+				t.Fatalf("defaultBackoff(%d) = %v, want within [%v, %v]", tc.n, d, lo, hi)
 			}
 			below, above = below || d < tc.base, above || d > tc.base
 		}
 		if !below || !above {
-			t.Errorf("Backoff(%d): 200 draws all on one side of %v", tc.n, tc.base)
+			t.Errorf("defaultBackoff(%d): 200 draws all on one side of %v", tc.n, tc.base)
+		}
+	}
+}
+
+func TestBuildNode(t *testing.T) {
+	meta, err := structpb.NewStruct(map[string]any{"k": "v"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []string{clientFeatureNoOverprovisioning, clientFeatureResourceInSotW}
+	for _, tc := range []struct {
+		name     string
+		n        bootstrap.Node
+		features []string
+		want     *corepb.Node
+	}{
+		{"bare", bootstrap.Node{ID: "id"}, nil, &corepb.Node{Id: "id", UserAgentName: "ua",
+			UserAgentVersionType: &corepb.Node_UserAgentVersion{UserAgentVersion: "v1"}, ClientFeatures: base}},
+		{"full, features without repeats", bootstrap.Node{ID: "id", Cluster: "c", Metadata: meta,
+			Locality: bootstrap.Locality{Region: "r", Zone: "z", SubZone: "s"}},
+			[]string{"f1", clientFeatureResourceInSotW, "f2", "f1"},
+			&corepb.Node{Id: "id", Cluster: "c", Metadata: meta, UserAgentName: "ua",
+				UserAgentVersionType: &corepb.Node_UserAgentVersion{UserAgentVersion: "v1"},
+				Locality:             &corepb.Locality{Region: "r", Zone: "z", SubZone: "s"},
+				ClientFeatures:       append(base, "f1", "f2")}},
+	} {
+		if diff := cmp.Diff(tc.want, buildNode(tc.n, "ua", "v1", tc.features), protocmp.Transform()); diff != "" {
+			t.Errorf("%s: (-want +got):\n%s", tc.name, diff)
 		}
 	}
 }

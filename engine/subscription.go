@@ -1,24 +1,23 @@
-// Package namelist keeps the sorted list of one type's names that a
-// channel hands its streams, and what changed since: a watch added to
-// 10,000 names costs a merge of one name, not a rebuild, and an ACK no
-// walk of the cache and no sort.
-package namelist
+package engine
 
 import (
 	"slices"
-
-	"github.com/xdsengine/xdsengine/engine/internal/wire"
 )
+
+// The names a channel hands its streams, per type: a sorted list, and
+// what changed since the stream was last handed it. A watch added to
+// 10,000 names costs a merge of one name, not a rebuild, and an ACK no
+// walk of the cache and no sort.
 
 // touchedSlack bounds the touched keys beyond the list's length: merging
 // more costs about a rebuild, and watches and cancels repeated while no
 // list is taken (a stream in backoff) must not grow it without end.
 const touchedSlack = 1024
 
-// List is a sorted list of names, the keys that may have joined or left
-// it since, and what the current stream was handed last. The zero List
+// nameList is a sorted list of names, the keys that may have joined or left
+// it since, and what the current stream was handed last. The zero nameList
 // is stale. Its user's lock guards it.
-type List struct {
+type nameList struct {
 	// names is handed to the stream, which keeps it: replaced, never
 	// modified.
 	names []string
@@ -34,8 +33,8 @@ type List struct {
 	added, removed []string
 }
 
-// Touch notes that key may have joined or left the list.
-func (l *List) Touch(key string) {
+// touch notes that key may have joined or left the list.
+func (l *nameList) touch(key string) {
 	switch {
 	case !l.built:
 	case len(l.touched) >= len(l.names)+touchedSlack:
@@ -45,75 +44,75 @@ func (l *List) Touch(key string) {
 	}
 }
 
-// MarkStale has the list rebuilt: it may have changed in any way.
-func (l *List) MarkStale() { l.built = false }
+// markStale has the list rebuilt: it may have changed in any way.
+func (l *nameList) markStale() { l.built = false }
 
-// Stale reports whether the list is to be rebuilt rather than merged.
-func (l *List) Stale() bool { return !l.built }
+// stale reports whether the list is to be rebuilt rather than merged.
+func (l *nameList) stale() bool { return !l.built }
 
-// Rebuild makes names, which it sorts, the list.
-func (l *List) Rebuild(names []string) {
-	wire.SortNames(names)
+// rebuild makes names, which it sorts, the list.
+func (l *nameList) rebuild(names []string) {
+	sortNames(names)
 	l.names, l.touched, l.built = names, l.touched[:0], true
 }
 
-// Touched returns the keys touched since the last Rebuild or Merge,
+// touchedKeys returns the keys touched since the last Rebuild or Merge,
 // sorted, without repeats; nil if none.
-func (l *List) Touched() []string {
+func (l *nameList) touchedKeys() []string {
 	if len(l.touched) == 0 {
 		return nil
 	}
-	wire.SortNames(l.touched)
+	sortNames(l.touched)
 	return slices.Compact(l.touched)
 }
 
-// Has reports whether key is listed.
-func (l *List) Has(key string) bool {
+// has reports whether key is listed.
+func (l *nameList) has(key string) bool {
 	_, ok := slices.BinarySearch(l.names, key)
 	return ok
 }
 
-// Merge joins added to the list and leaves removed out: the touched keys
+// merge joins added to the list and leaves removed out: the touched keys
 // that joined or left it, sorted.
-func (l *List) Merge(added, removed []string) {
+func (l *nameList) merge(added, removed []string) {
 	clear(l.touched)
 	l.touched = l.touched[:0]
 	old := l.names
-	l.names = wire.MergeNames(old, added, removed)
+	l.names = mergeNames(old, added, removed)
 	if l.handed && sameSlice(l.given, old) {
 		l.added, l.removed = added, removed
 	}
 }
 
-// Refresh brings the list up to date: rebuilt from all's names when it
+// refresh brings the list up to date: rebuilt from all's names when it
 // is stale, else merged with the touched keys that listed now says joined
 // or left it, a binary search each: k log n for k keys rather than a walk
 // of n.
-func (l *List) Refresh(all func() []string, listed func(key string) bool) {
-	if l.Stale() {
-		l.Rebuild(all())
+func (l *nameList) refresh(all func() []string, listed func(key string) bool) {
+	if l.stale() {
+		l.rebuild(all())
 		return
 	}
-	touched := l.Touched()
+	touched := l.touchedKeys()
 	if touched == nil {
 		return
 	}
 	var added, removed []string
 	for _, key := range touched {
-		switch member, has := listed(key), l.Has(key); {
+		switch member, has := listed(key), l.has(key); {
 		case member && !has:
 			added = append(added, key)
 		case !member && has:
 			removed = append(removed, key)
 		}
 	}
-	l.Merge(added, removed)
+	l.merge(added, removed)
 }
 
-// Next returns the list to hand the stream and its changes since the
+// next returns the list to hand the stream and its changes since the
 // stream was last handed it (first: never, and every name is added), and
 // records it as handed.
-func (l *List) Next() (names, added, removed []string, first bool) {
+func (l *nameList) next() (names, added, removed []string, first bool) {
 	names, first = l.names, !l.handed
 	switch {
 	case first:
@@ -121,17 +120,17 @@ func (l *List) Next() (names, added, removed []string, first bool) {
 	case l.added != nil || l.removed != nil:
 		added, removed = l.added, l.removed
 	case !sameSlice(l.given, names):
-		added, removed = wire.DiffNames(l.given, names)
+		added, removed = diffNames(l.given, names)
 	}
 	l.given, l.handed, l.added, l.removed = names, true, nil, nil
 	return names, added, removed, first
 }
 
-// Handed reports whether the current stream was handed the list.
-func (l *List) Handed() bool { return l.handed }
+// wasHanded reports whether the current stream was handed the list.
+func (l *nameList) wasHanded() bool { return l.handed }
 
-// NewStream forgets what was handed: a new stream gets the whole list.
-func (l *List) NewStream() { l.given, l.handed = nil, false }
+// newStream forgets what was handed: a new stream gets the whole list.
+func (l *nameList) newStream() { l.given, l.handed = nil, false }
 
 // sameSlice reports whether a and b are the same slice (the same array,
 // the same length): a list handed to a stream is replaced, never changed.

@@ -1,4 +1,4 @@
-package wire
+package engine
 
 import (
 	"math/bits"
@@ -6,14 +6,14 @@ import (
 	"strings"
 )
 
-// sortNamesMin is the length from which SortNames sorts packed keys
+// sortNamesMin is the length from which sortNames sorts packed keys
 // rather than the strings themselves: below it, the keys' making and the
 // final placing cost more than they save. With the collector idle, 64
 // names sort in about the same time either way (2.0-2.1 µs), 32 faster
 // as strings and 128 faster as keys (3.3 against 4.7-5.1 µs).
 const sortNamesMin = 64
 
-// SortNames sorts names in increasing order, as slices.Sort does, at
+// sortNames sorts names in increasing order, as slices.Sort does, at
 // less cost for a type's list of names. A sort of strings moves 16-byte
 // headers that hold pointers: while the collector marks, each move takes
 // a write barrier, and each comparison reads both strings' bytes from
@@ -22,7 +22,7 @@ const sortNamesMin = 64
 // name's index; the keys are sorted as integers, each name is written
 // once, to its place, and only names whose keys tie (a run that shares
 // the key's bytes too) are then sorted as strings, run by run.
-func SortNames(names []string) {
+func sortNames(names []string) {
 	n := len(names)
 	if n < sortNamesMin {
 		slices.Sort(names)
@@ -114,11 +114,11 @@ func leadingBytes(s string) uint64 {
 	return k
 }
 
-// MergeNames returns base with added joined and removed left out, all
+// mergeNames returns base with added joined and removed left out, all
 // sorted, added holding no name of base and removed only names of it.
 // The runs of base between changes are found by binary search and copied
 // whole: k log n comparisons for k changes rather than n.
-func MergeNames(base, added, removed []string) []string {
+func mergeNames(base, added, removed []string) []string {
 	if len(added) == 0 && len(removed) == 0 {
 		return base
 	}
@@ -145,10 +145,10 @@ func MergeNames(base, added, removed []string) []string {
 	return append(out, base[i:]...)
 }
 
-// DiffNames returns the names of cur not in old, and those of old not in
+// diffNames returns the names of cur not in old, and those of old not in
 // cur; both are sorted. Strings that share their bytes compare equal
 // without reading them, as the lists mostly do.
-func DiffNames(old, cur []string) (added, removed []string) {
+func diffNames(old, cur []string) (added, removed []string) {
 	i, j := 0, 0
 	for i < len(old) || j < len(cur) {
 		switch {

@@ -1,4 +1,4 @@
-package keep
+package storewriter
 
 import (
 	"errors"
@@ -9,18 +9,20 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/xdsengine/xdsengine/engine/storage"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// store records the change sets it is given, and fails while fail is set.
-type store struct {
+// memStore records the change sets it is given, and fails while fail is set.
+type memStore struct {
 	mu   sync.Mutex
-	sets [][]Change
+	sets [][]storage.Change
 	fail bool
 }
 
-func (s *store) apply(cs []Change) error {
+func (s *memStore) apply(cs []storage.Change) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail {
@@ -30,7 +32,7 @@ func (s *store) apply(cs []Change) error {
 	return nil
 }
 
-func (s *store) names() [][]string {
+func (s *memStore) names() [][]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out [][]string
@@ -52,11 +54,11 @@ func (s *store) names() [][]string {
 // changes is a writer's gather: what was put since it last gathered.
 type changes struct {
 	mu   sync.Mutex
-	made []Change
+	made []storage.Change
 	w    *Writer
 }
 
-func (s *changes) gather() []Change {
+func (s *changes) gather() []storage.Change {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	made := s.made
@@ -64,7 +66,7 @@ func (s *changes) gather() []Change {
 	return made
 }
 
-func (s *changes) put(c Change) {
+func (s *changes) put(c storage.Change) {
 	s.mu.Lock()
 	s.made = append(s.made, c)
 	s.mu.Unlock()
@@ -72,20 +74,20 @@ func (s *changes) put(c Change) {
 }
 
 // newWriter starts a writer to s, and returns it and where to put changes.
-func newWriter(s *store, failed func(error), interval time.Duration) (*Writer, *changes) {
+func newWriter(s *memStore, failed func(error), interval time.Duration) (*Writer, *changes) {
 	c := &changes{}
 	c.w = NewWriter(c.gather, s.apply, failed, interval, time.Hour)
 	return c.w, c
 }
 
 func put(c *changes, name, version string) {
-	c.put(Change{Key: Key{TypeURL: "t", Name: name}, Version: version, Raw: []byte(version)})
+	c.put(storage.Change{Resource: storage.Resource{TypeURL: "t", Name: name, Version: version, Raw: []byte(version)}})
 }
 
 // TestLatestChangeWins: changes gathered between two change sets are
 // written once each, in their latest state; a deletion is a change too.
 func TestLatestChangeWins(t *testing.T) {
-	s := &store{}
+	s := &memStore{}
 	w, c := newWriter(s, nil, time.Hour)
 	defer w.Close()
 	if err := w.Flush(); err != nil { // the writer now waits out its interval
@@ -94,7 +96,7 @@ func TestLatestChangeWins(t *testing.T) {
 	put(c, "a", "1")
 	put(c, "a", "2")
 	put(c, "b", "1")
-	c.put(Change{Key: Key{TypeURL: "t", Name: "b"}, Delete: true})
+	c.put(storage.Change{Resource: storage.Resource{TypeURL: "t", Name: "b"}, Delete: true})
 	put(c, "c", "1")
 	w.Close()
 	got := s.names()
@@ -107,7 +109,7 @@ func TestLatestChangeWins(t *testing.T) {
 // unless a later change of a resource replaced its own; the failure is
 // reported.
 func TestFailedSetIsKept(t *testing.T) {
-	s := &store{fail: true}
+	s := &memStore{fail: true}
 	var failures []error
 	w, c := newWriter(s, func(err error) { failures = append(failures, err) }, time.Millisecond)
 	put(c, "a", "1")
@@ -134,7 +136,7 @@ func TestFailedSetIsKept(t *testing.T) {
 // TestCloseWritesWhatIsPending: Close writes what was put, at once, even
 // in the middle of an interval; a Put after Close is dropped.
 func TestCloseWritesWhatIsPending(t *testing.T) {
-	s := &store{}
+	s := &memStore{}
 	w, c := newWriter(s, nil, time.Hour)
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
@@ -156,12 +158,12 @@ func TestCloseWritesWhatIsPending(t *testing.T) {
 // until refresh has passed since they were received; other bytes, and a
 // change back after a deletion was written, are.
 func TestKeptBytesAreRefreshed(t *testing.T) {
-	s := &store{}
+	s := &memStore{}
 	w, c := newWriter(s, nil, time.Millisecond)
 	defer w.Close()
 	t0 := time.Unix(1e9, 0)
 	at := func(name, raw string, received time.Time) {
-		c.put(Change{Key: Key{TypeURL: "t", Name: name}, Version: raw, Raw: []byte(raw), Received: received})
+		c.put(storage.Change{Resource: storage.Resource{TypeURL: "t", Name: name, Version: raw, Raw: []byte(raw), Received: received}})
 		if err := w.Flush(); err != nil {
 			t.Fatal(err)
 		}
@@ -170,9 +172,9 @@ func TestKeptBytesAreRefreshed(t *testing.T) {
 	at("a", "1", t0.Add(time.Minute))    // held, recent: not written
 	at("a", "2", t0.Add(2*time.Minute))  // changed
 	at("a", "2", t0.Add(62*time.Minute)) // an hour since: refreshed
-	c.put(Change{Key: Key{TypeURL: "t", Name: "a"}, Delete: true})
+	c.put(storage.Change{Resource: storage.Resource{TypeURL: "t", Name: "a"}, Delete: true})
 	at("a", "2", t0.Add(63*time.Minute)) // deleted and back before a write: no change
-	c.put(Change{Key: Key{TypeURL: "t", Name: "a"}, Delete: true})
+	c.put(storage.Change{Resource: storage.Resource{TypeURL: "t", Name: "a"}, Delete: true})
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +195,7 @@ func TestKeptBytesAreRefreshed(t *testing.T) {
 // response's are, are written in one change set, not the first alone
 // and the rest an interval later.
 func TestOneResponseOneChangeSet(t *testing.T) {
-	s := &store{}
+	s := &memStore{}
 	w, c := newWriter(s, nil, 50*time.Millisecond)
 	defer w.Close()
 	put(c, "a", "1")

@@ -1,18 +1,19 @@
-package keep
+package engine
 
 import (
 	"fmt"
+	"github.com/xdsengine/xdsengine/engine/storage"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-// TestMarksGather: what a gather returns, in order, for the marks made
+// TestStoreMarksGather: what a gather returns, in order, for the marks made
 // since the last one: each resource to keep as it is then (so a later
 // change without a mark is seen), a forgotten one as a deletion, and
 // nothing twice that a later mark does not need.
-func TestMarksGather(t *testing.T) {
+func TestStoreMarksGather(t *testing.T) {
 	t0 := time.Unix(1e9, 0)
 	type op struct {
 		name    string // "-name" forgets
@@ -31,21 +32,19 @@ func TestMarksGather(t *testing.T) {
 		{"the last ttl", []op{{"a", "1", time.Minute}, {"a", "2", 0}, {"b", "1", time.Second}}, "a@2 b@1+1s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			version := map[string]string{}
+			entries := entriesByName{}
 			woken := 0
-			m := &Marks[string]{Wake: func() { woken++ }}
+			m := &storeMarks{Wake: func() { woken++ }}
 			for _, o := range tc.ops {
 				if name, ok := strings.CutPrefix(o.name, "-"); ok {
-					m.Forget(name)
+					m.forget(entries.of(name))
 					continue
 				}
-				version[o.name] = o.version
-				m.Keep(o.name, Expiry(t0, o.ttl))
+				entries.of(o.name).version = o.version
+				m.keep(entries.of(o.name), expiry(t0, o.ttl))
 			}
 			var got []string
-			for _, c := range m.Gather(&sync.Mutex{}, func(name string, forget bool) (Change, bool) {
-				return Change{Key: Key{Name: name}, Version: version[name], Delete: forget}, true
-			}) {
+			for _, c := range m.gather(&sync.Mutex{}, readEntry) {
 				s := c.Name + "@" + c.Version
 				if c.Delete {
 					s = c.Name + "-"
@@ -61,7 +60,7 @@ func TestMarksGather(t *testing.T) {
 			if woken != 1 {
 				t.Fatalf("Wake called %d times, want once, at the first mark", woken)
 			}
-			if rest := m.Gather(&sync.Mutex{}, nil); len(rest) != 0 {
+			if rest := m.gather(&sync.Mutex{}, nil); len(rest) != 0 {
 				t.Fatalf("a second gather returned %v", rest)
 			}
 		})
@@ -86,32 +85,29 @@ func (l *turnLock) Lock() {
 	l.held = true
 }
 
-// TestMarksGatherInTurns: a Gather of more marks than a turn lets go of
+// TestStoreMarksGatherInTurns: a gather of more marks than a turn lets go of
 // the lock between turns, and what is marked then is not lost: a change
 // to a resource not yet read is read, one to a resource already read is
 // left for the next Gather, which Wake announces.
-func TestMarksGatherInTurns(t *testing.T) {
+func TestStoreMarksGatherInTurns(t *testing.T) {
 	const n = gatherTurn * 2
-	version := map[string]string{}
+	entries := entriesByName{}
 	woken := 0
-	m := &Marks[string]{Wake: func() { woken++ }}
+	m := &storeMarks{Wake: func() { woken++ }}
 	for i := range n {
-		name := fmt.Sprint(i)
-		version[name] = "1"
-		m.Keep(name, time.Time{})
+		en := entries.of(fmt.Sprint(i))
+		en.version = "1"
+		m.keep(en, time.Time{})
 	}
 	lock := &turnLock{between: func() {
-		version["0"] = "2" // read already
-		m.Keep("0", time.Time{})
-		version[fmt.Sprint(n-1)] = "2" // not yet read
-		m.Keep(fmt.Sprint(n-1), time.Time{})
-		m.Forget(fmt.Sprint(n - 2))
+		entries.of("0").version = "2" // read already
+		m.keep(entries.of("0"), time.Time{})
+		entries.of(fmt.Sprint(n - 1)).version = "2" // not yet read
+		m.keep(entries.of(fmt.Sprint(n-1)), time.Time{})
+		m.forget(entries.of(fmt.Sprint(n - 2)))
 	}}
-	read := func(name string, forget bool) (Change, bool) {
-		return Change{Key: Key{Name: name}, Version: version[name], Delete: forget}, true
-	}
 	got := map[string]string{}
-	for _, c := range m.Gather(lock, read) {
+	for _, c := range m.gather(lock, readEntry) {
 		if c.Delete {
 			got[c.Name] = "-"
 		} else {
@@ -129,11 +125,26 @@ func TestMarksGatherInTurns(t *testing.T) {
 		t.Fatalf("Wake called %d times, want twice: at the first mark, and for what the gather left", woken)
 	}
 	var next []string
-	for _, c := range m.Gather(&sync.Mutex{}, read) {
+	for _, c := range m.gather(&sync.Mutex{}, readEntry) {
 		next = append(next, fmt.Sprintf("%s@%s/%v", c.Name, c.Version, c.Delete))
 	}
 	want := fmt.Sprintf("0@2/false %d@1/true", n-2)
 	if strings.Join(next, " ") != want {
 		t.Fatalf("second gather %q, want %q", strings.Join(next, " "), want)
 	}
+}
+
+// entriesByName makes an entry per name, as the cache holds one per key.
+type entriesByName map[string]*entry
+
+func (m entriesByName) of(name string) *entry {
+	if m[name] == nil {
+		m[name] = &entry{name: name}
+	}
+	return m[name]
+}
+
+// readEntry is a gather's change: the entry as it is now.
+func readEntry(en *entry, forget bool) (storage.Change, bool) {
+	return storage.Change{Resource: storage.Resource{Name: en.name, Version: en.version}, Delete: forget}, true
 }

@@ -1,9 +1,44 @@
-package keep
+package engine
 
 import (
 	"sync"
 	"time"
+
+	"github.com/xdsengine/xdsengine/engine/storage"
 )
+
+// Writing the last-known-good store: the response path marks each
+// resource it accepted (keepLocked) or that is gone (forgetLocked); the
+// writer's goroutine (package storewriter) gathers the marks when it
+// writes, and reads each resource as it is then.
+
+// keepLocked has the store keep en's resource, just accepted from a
+// server with ttl (0: none): the writer reads en when it writes.
+func (e *Engine) keepLocked(en *entry, ttl time.Duration) {
+	if lg := e.storeSide; lg != nil && !en.typ.NotStored {
+		lg.marks.keep(en, expiry(en.updated, ttl))
+	}
+}
+
+// forgetLocked has the store forget en's resource: deleted by its
+// server, dropped, or no longer watched.
+func (e *Engine) forgetLocked(en *entry) {
+	if lg := e.storeSide; lg != nil && !en.typ.NotStored {
+		lg.marks.forget(en)
+	}
+}
+
+// gatherStore is the writer's gather: what was marked since its last
+// call, each resource to keep as it is now.
+func (e *Engine) gatherStore(lg *storeSide) []storage.Change {
+	return lg.marks.gather(&e.mu, func(en *entry, forget bool) (storage.Change, bool) {
+		c := storage.Change{Resource: storage.Resource{Authority: en.auth.name, TypeURL: en.typ.TypeURL, Name: en.name}, Delete: forget}
+		if !forget && en.source != nil {
+			c.Server, c.Version, c.Raw, c.Received = en.source.server.URI, en.version, en.raw, en.updated
+		}
+		return c, forget || en.source != nil
+	})
+}
 
 // Marks are the changes a Writer gathers, by reference: the response path
 // marks a resource R to keep, or to forget, and the Writer's gather
@@ -11,20 +46,20 @@ import (
 // responses changed it meanwhile. The caller guards Marks with a lock,
 // which Gather takes for a turn of at most gatherTurn marks at a time:
 // a push of 100,000 resources does not hold it for all of them.
-type Marks[R comparable] struct {
+type storeMarks struct {
 	// Wake is called at the first mark after a Gather: Writer.Wake.
 	Wake func()
 
-	order []mark[R]
+	order []storeMark
 	next  int    // the first of order not yet gathered
 	seq   uint64 // the number of the next mark
 	// kept are the resources marked to keep: the number of their mark,
 	// and when their ttl runs out (zero: none). A Forget takes one out.
-	kept map[R]keptMark
+	kept map[*entry]keptMark
 }
 
-type mark[R comparable] struct {
-	r      R
+type storeMark struct {
+	en     *entry
 	forget bool
 	seq    uint64
 }
@@ -39,26 +74,26 @@ const gatherTurn = 512
 
 // Keep marks r to be written as it is when gathered, expiring at expires
 // (zero: never).
-func (m *Marks[R]) Keep(r R, expires time.Time) {
+func (m *storeMarks) keep(en *entry, expires time.Time) {
 	if m.kept == nil {
-		m.kept = make(map[R]keptMark)
+		m.kept = make(map[*entry]keptMark)
 	}
-	k, marked := m.kept[r]
+	k, marked := m.kept[en]
 	if !marked {
-		k.seq = m.add(r, false)
+		k.seq = m.add(en, false)
 	}
 	k.expires = expires
-	m.kept[r] = k
+	m.kept[en] = k
 }
 
 // Forget marks r's removal.
-func (m *Marks[R]) Forget(r R) {
-	delete(m.kept, r)
-	m.add(r, true)
+func (m *storeMarks) forget(en *entry) {
+	delete(m.kept, en)
+	m.add(en, true)
 }
 
-func (m *Marks[R]) add(r R, forget bool) uint64 {
-	m.order = append(m.order, mark[R]{r, forget, m.seq})
+func (m *storeMarks) add(en *entry, forget bool) uint64 {
+	m.order = append(m.order, storeMark{en, forget, m.seq})
 	m.seq++
 	if len(m.order)-m.next == 1 && m.Wake != nil {
 		m.Wake()
@@ -72,8 +107,8 @@ func (m *Marks[R]) add(r R, forget bool) uint64 {
 // mark, so a resource forgotten after it was kept is left out there, and
 // one kept again is written after its forget. Marks made meanwhile are
 // left for the next Gather, and Wake is called for them.
-func (m *Marks[R]) Gather(mu sync.Locker, change func(r R, forget bool) (Change, bool)) []Change {
-	var out []Change
+func (m *storeMarks) gather(mu sync.Locker, change func(en *entry, forget bool) (storage.Change, bool)) []storage.Change {
+	var out []storage.Change
 	mu.Lock()
 	defer mu.Unlock()
 	until := m.seq
@@ -86,14 +121,14 @@ func (m *Marks[R]) Gather(mu sync.Locker, change func(r R, forget bool) (Change,
 		m.next++
 		var expires time.Time
 		if !k.forget {
-			kept, ok := m.kept[k.r]
+			kept, ok := m.kept[k.en]
 			if !ok || kept.seq != k.seq {
 				continue // forgotten since: a forget follows, and any later keep
 			}
-			delete(m.kept, k.r)
+			delete(m.kept, k.en)
 			expires = kept.expires
 		}
-		if c, ok := change(k.r, k.forget); ok {
+		if c, ok := change(k.en, k.forget); ok {
 			c.Expires = expires
 			out = append(out, c)
 		}
@@ -107,8 +142,8 @@ func (m *Marks[R]) Gather(mu sync.Locker, change func(r R, forget bool) (Change,
 	return out
 }
 
-// Expiry is when a ttl received at received runs out: zero for none.
-func Expiry(received time.Time, ttl time.Duration) time.Time {
+// expiry is when a ttl received at received runs out: zero for none.
+func expiry(received time.Time, ttl time.Duration) time.Time {
 	if ttl <= 0 {
 		return time.Time{}
 	}

@@ -1,4 +1,4 @@
-package wire
+package engine
 
 import (
 	"slices"
@@ -22,20 +22,20 @@ func TestMergeNames(t *testing.T) {
 		{"one replaces its neighbour", []string{"a", "c"}, []string{"b"}, []string{"c"}, []string{"a", "b"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := MergeNames(tc.base, tc.added, tc.removed)
+			got := mergeNames(tc.base, tc.added, tc.removed)
 			if !slices.Equal(got, tc.want) {
-				t.Fatalf("MergeNames() = %v, want %v", got, tc.want)
+				t.Fatalf("mergeNames() = %v, want %v", got, tc.want)
 			}
 			if len(tc.base) > 0 && len(got) > 0 && &got[0] == &tc.base[0] {
-				t.Fatal("MergeNames() built the list in base's array, which a stream keeps")
+				t.Fatal("mergeNames() built the list in base's array, which a stream keeps")
 			}
 		})
 	}
 	// With no changes the list is base itself, so that a stream sees by
 	// identity that its names are those it wrote.
 	base := []string{"a", "b"}
-	if got := MergeNames(base, nil, nil); !sameSlice(got, base) {
-		t.Fatalf("MergeNames() = %v, not base itself", got)
+	if got := mergeNames(base, nil, nil); !sameSlice(got, base) {
+		t.Fatalf("mergeNames() = %v, not base itself", got)
 	}
 }
 
@@ -53,7 +53,7 @@ func TestDiffNames(t *testing.T) {
 		{"prefix kept", []string{"a", "b", "c"}, []string{"a", "b"}, nil, []string{"c"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			added, removed := DiffNames(tc.old, tc.cur)
+			added, removed := diffNames(tc.old, tc.cur)
 			if !slices.Equal(added, tc.added) || !slices.Equal(removed, tc.removed) {
 				t.Errorf("added %v, removed %v; want %v, %v", added, removed, tc.added, tc.removed)
 			}

@@ -1,55 +1,38 @@
-// Package keep is the engine's side of its last-known-good store
-// (engine.Config.Store): it gathers what the engine accepted, keeps only
-// the latest change per resource, and writes it from a goroutine of its
-// own, in one change set per interval at most, so that a push of 1,000
-// changed resources costs the response path a mark each (Marks) and the
-// store one transaction, however many pushes come meanwhile. Back from
-// the store, a resource is decoded again (Decoder) as if its server had
-// just sent it, what is lost is counted and logged, and what is left is
-// served only while Servable. It knows nothing of the engine's types:
-// the engine hands it functions that gather and write a change set, and
-// one that resolves a name.
-package keep
+// Package storewriter writes an engine's last-known-good store from a
+// goroutine of its own: it gathers what the engine accepted, keeps only
+// the latest change per resource, and writes one change set per interval
+// at most, so that a push of 1,000 changed resources costs the store one
+// transaction, however many pushes come meanwhile. It knows nothing of
+// the engine: the engine hands it a function that gathers the changes
+// made since the last call, and one that applies a change set.
+package storewriter
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/json"
 	"sync"
 	"time"
 
-	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	"google.golang.org/protobuf/proto"
-
-	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/engine/storage"
 )
 
-// Key names a resource in the store.
-type Key struct{ Authority, TypeURL, Name string }
+// key names a resource in the store.
+type key struct{ authority, typeURL, name string }
 
-// Change is the latest state of one resource to write: its bytes, or,
-// with Delete, its removal.
-type Change struct {
-	Key
-	Server, Version   string
-	Raw               []byte
-	Received, Expires time.Time
-	Delete            bool
-}
+func keyOf(c storage.Change) key { return key{c.Authority, c.TypeURL, c.Name} }
 
 // Writer gathers changes and writes them in batches.
 type Writer struct {
-	gather   func() []Change
-	apply    func([]Change) error
+	gather   func() []storage.Change
+	apply    func([]storage.Change) error
 	failed   func(error)
 	interval time.Duration
 	refresh  time.Duration
 
 	mu      sync.Mutex
-	pending map[Key]Change
+	pending map[key]storage.Change
 	// kept is what the store holds, as far as this writer wrote it: bytes
 	// it holds already are written again only to refresh their time.
-	kept   map[Key]kept
+	kept   map[key]kept
 	closed bool
 	wake   chan struct{}
 	now    chan struct{} // a Flush waits
@@ -80,9 +63,9 @@ type kept struct {
 // The writer calls gather from its own goroutine, with none of its locks
 // held, so gather may take the engine's: the changes are read when they
 // are written, not copied when they are made.
-func NewWriter(gather func() []Change, apply func([]Change) error, failed func(error), interval, refresh time.Duration) *Writer {
+func NewWriter(gather func() []storage.Change, apply func([]storage.Change) error, failed func(error), interval, refresh time.Duration) *Writer {
 	w := &Writer{gather: gather, apply: apply, failed: failed, interval: interval, refresh: refresh,
-		pending: make(map[Key]Change), kept: make(map[Key]kept),
+		pending: make(map[key]storage.Change), kept: make(map[key]kept),
 		wake: make(chan struct{}, 1), now: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	w.flushed = sync.NewCond(&w.mu)
 	go w.run()
@@ -93,15 +76,16 @@ func NewWriter(gather func() []Change, apply func([]Change) error, failed func(e
 // and writes them within an interval.
 func (w *Writer) Wake() { w.signal() }
 
-// Forget has the store forget resources that no entry of the engine
-// holds (those a load found past serving), with the next change set.
-func (w *Writer) Forget(keys []Key) {
-	if len(keys) == 0 {
+// Forget has the store forget resources, named by their key, that no
+// entry of the engine holds (those a load found past serving), with the
+// next change set.
+func (w *Writer) Forget(resources []storage.Resource) {
+	if len(resources) == 0 {
 		return
 	}
 	w.mu.Lock()
-	for _, k := range keys {
-		w.putLocked(Change{Key: k, Delete: true})
+	for _, r := range resources {
+		w.putLocked(storage.Change{Resource: r, Delete: true})
 	}
 	w.mu.Unlock()
 	w.signal()
@@ -109,12 +93,12 @@ func (w *Writer) Forget(keys []Key) {
 
 // putLocked records a gathered change; the latest change of a resource
 // wins.
-func (w *Writer) putLocked(c Change) {
-	if k, ok := w.kept[c.Key]; ok && !c.Delete && c.Received.Sub(k.received) < w.refresh && c.Expires.Equal(k.expires) && sameBytes(k.raw, c.Raw) {
-		delete(w.pending, c.Key) // a change back to what is kept
+func (w *Writer) putLocked(c storage.Change) {
+	if k, ok := w.kept[keyOf(c)]; ok && !c.Delete && c.Received.Sub(k.received) < w.refresh && c.Expires.Equal(k.expires) && sameBytes(k.raw, c.Raw) {
+		delete(w.pending, keyOf(c)) // a change back to what is kept
 		return
 	}
-	w.pending[c.Key] = c
+	w.pending[keyOf(c)] = c
 }
 
 func (w *Writer) signal() {
@@ -157,7 +141,7 @@ func (w *Writer) writeOnce() bool {
 	for _, c := range gathered {
 		w.putLocked(c)
 	}
-	batch := make([]Change, 0, len(w.pending))
+	batch := make([]storage.Change, 0, len(w.pending))
 	for _, c := range w.pending {
 		batch = append(batch, c)
 	}
@@ -171,17 +155,17 @@ func (w *Writer) writeOnce() bool {
 	if err == nil {
 		for _, c := range batch {
 			if c.Delete {
-				delete(w.kept, c.Key)
+				delete(w.kept, keyOf(c))
 			} else {
-				w.kept[c.Key] = kept{c.Raw, c.Received, c.Expires}
+				w.kept[keyOf(c)] = kept{c.Raw, c.Received, c.Expires}
 			}
 		}
 	}
 	if err != nil && !closed {
 		// Kept for the next set, unless a later change replaced it.
 		for _, c := range batch {
-			if _, newer := w.pending[c.Key]; !newer {
-				w.pending[c.Key] = c
+			if _, newer := w.pending[keyOf(c)]; !newer {
+				w.pending[keyOf(c)] = c
 			}
 		}
 	}
@@ -235,46 +219,4 @@ func sameBytes(a, b []byte) bool {
 		return false
 	}
 	return len(a) == 0 || &a[0] == &b[0] || bytes.Equal(a, b)
-}
-
-// Digest is what makes a store's configuration valid for a process: its
-// node (id, cluster, locality, metadata) and its bootstrap's servers and
-// authorities, as deterministic bytes hashed. A store written under
-// another digest is not served.
-func Digest(node *corepb.Node, b *bootstrap.Bootstrap) []byte {
-	type server struct {
-		URI              string
-		Creds, CallCreds []string
-		Features         []string
-		Delta            bool
-	}
-	servers := func(ss []bootstrap.ServerConfig) []server {
-		var out []server
-		for _, s := range ss {
-			x := server{URI: s.URI, Features: s.ServerFeatures, Delta: s.Delta}
-			for _, c := range s.ChannelCreds {
-				x.Creds = append(x.Creds, c.Type+" "+string(c.Config))
-			}
-			for _, c := range s.CallCreds {
-				x.CallCreds = append(x.CallCreds, c.Type+" "+string(c.Config))
-			}
-			out = append(out, x)
-		}
-		return out
-	}
-	authorities := map[string][]server{}
-	for name, a := range b.Authorities {
-		authorities[name] = servers(a.Servers)
-	}
-	meta, _ := proto.MarshalOptions{Deterministic: true}.Marshal(node.GetMetadata())
-	loc, _ := proto.MarshalOptions{Deterministic: true}.Marshal(node.GetLocality())
-	// encoding/json writes map keys sorted: the same bootstrap, the same bytes.
-	j, _ := json.Marshal(struct {
-		ID, Cluster        string
-		Locality, Metadata []byte
-		Servers            []server
-		Authorities        map[string][]server
-	}{node.GetId(), node.GetCluster(), loc, meta, servers(b.Servers), authorities})
-	sum := sha256.Sum256(j)
-	return sum[:]
 }

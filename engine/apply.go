@@ -6,7 +6,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 )
@@ -27,7 +26,7 @@ func (c *channel) applyLocked(p wire.Part) {
 	case r.Type == nil:
 		return
 	case r.Repeat:
-		c.e.metrics.Add(metrics.Repeated, 1, c.server.URI, r.TypeURL)
+		c.e.metrics.add(countRepeated, 1, c.server.URI, r.TypeURL)
 		return
 	}
 	if p.First {
@@ -129,8 +128,8 @@ func (c *channel) finishLocked(r *wire.Response) {
 			c.e.scheduleLocked(&notice{h: &watch{w: wildcardEntry{ww, ""}}, isAmbient: true})
 		}
 	}
-	c.e.metrics.Add(metrics.Valid, r.Valid, c.server.URI, r.TypeURL)
-	c.e.metrics.Add(metrics.Invalid, r.Invalid, c.server.URI, r.TypeURL)
+	c.e.metrics.add(countValid, r.Valid, c.server.URI, r.TypeURL)
+	c.e.metrics.add(countInvalid, r.Invalid, c.server.URI, r.TypeURL)
 	c.e.endNoticesLocked()
 }
 
@@ -207,11 +206,11 @@ func (c *channel) deletedLocked(r *wire.Response, en *entry) {
 // response's type why updates are not arriving. Nothing is dropped.
 func (c *channel) unreadableLocked(r *wire.Response) {
 	e := c.e
-	e.metrics.Add(metrics.Unreadable, 1, c.server.URI, r.TypeURL)
+	e.metrics.add(countUnreadable, 1, c.server.URI, r.TypeURL)
 	if r.Type == nil {
 		return
 	}
-	e.metrics.Add(metrics.Invalid, 1, c.server.URI, r.TypeURL)
+	e.metrics.add(countInvalid, 1, c.server.URI, r.TypeURL)
 	for _, a := range c.authsLocked(true) {
 		for _, en := range a.resources[r.TypeURL] {
 			if en.orphaned {

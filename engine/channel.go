@@ -10,8 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
-	"github.com/xdsengine/xdsengine/engine/internal/metrics"
-	"github.com/xdsengine/xdsengine/engine/internal/transports"
+	"github.com/xdsengine/xdsengine/engine/internal/sharedtransport"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
@@ -54,7 +53,7 @@ type channel struct {
 }
 
 func (e *Engine) channelLocked(s bootstrap.ServerConfig) *channel {
-	key := transports.Key(s)
+	key := sharedtransport.Key(s)
 	if c, ok := e.channels[key]; ok {
 		return c
 	}
@@ -119,7 +118,7 @@ func (c *channel) endedLocked(err error, sawResponse bool) {
 		c.startStreamLocked()
 		return
 	case errors.As(err, &tooLarge):
-		c.e.metrics.Add(metrics.TooLarge, 1, c.server.URI, "")
+		c.e.metrics.add(countTooLarge, 1, c.server.URI, "")
 		c.onServerFailureLocked(c.e.newError(KindResponseTooLarge, codes.ResourceExhausted, nil, c, tooLarge))
 	case sawResponse:
 		c.retries = 0
@@ -156,7 +155,7 @@ func (c *channel) onServerFailureLocked(cause *Error) {
 	c.connected, c.status = false, cause
 	if wasHealthy {
 		c.e.log.Warn("xDS server unreachable", "server", c.server.URI, "error", cause.Err)
-		c.e.metrics.Add(metrics.Failures, 1, c.server.URI, "")
+		c.e.metrics.add(countFailures, 1, c.server.URI, "")
 	}
 	for _, a := range c.authsLocked(true) {
 		if c.e.maybeFallbackLocked(a) {

@@ -16,9 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
-	"github.com/xdsengine/xdsengine/engine/internal/metrics"
-	"github.com/xdsengine/xdsengine/engine/internal/oplock"
-	"github.com/xdsengine/xdsengine/engine/internal/transports"
+	"github.com/xdsengine/xdsengine/engine/internal/sharedtransport"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/engine/storage"
 	"github.com/xdsengine/xdsengine/features"
@@ -58,7 +56,7 @@ type Engine struct {
 	fallback   FallbackPolicy
 	ser        *serial.Serializer
 	streamsRun sync.WaitGroup
-	metrics    *metrics.Recorder
+	metrics    *metricsRecorder
 	// The Config's, with their defaults:
 	maxResponseBytes     int
 	slowWatcherThreshold time.Duration
@@ -71,10 +69,10 @@ type Engine struct {
 	// state, for short critical sections: one part of a response, a
 	// subscription handed to a stream. Watch and cancel calls are handed
 	// to it (mu.Do): they never wait for a response to be applied.
-	mu            oplock.Mutex[op]
+	mu            opLock
 	auths         authorities         // fixed in New
-	channels      map[string]*channel // by transports.Key
-	transports    *transports.Set
+	channels      map[string]*channel // by sharedtransport.Key
+	transports    *sharedtransport.Set
 	responseMarks uint64 // numbers the responses applied, for entry.coveredBy
 	// servedGen counts the changes of which entries each channel serves:
 	// entries made or removed, authorities moving between servers (see
@@ -213,9 +211,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, reg: cfg.Registry, nodeID: cfg.Bootstrap.Node.ID,
 		auths: authorities{byName: make(map[string]*authority)}, channels: make(map[string]*channel)}
-	e.mu.Run = e.applyOpLocked
+	e.mu.run = e.applyOpLocked
 	e.applyDefaults()
-	e.transports = transports.New(e.cfg.Transport, transport.Options{MaxResponseBytes: e.maxResponseBytes}, e.log, &e.streamsRun)
+	e.transports = sharedtransport.New(e.cfg.Transport, transport.Options{MaxResponseBytes: e.maxResponseBytes}, e.log, &e.streamsRun)
 	types, clientFeatures := enabledTypes(cfg.Registry, e.switches)
 	e.types = types
 	if err := transport.CheckServers(e.cfg.Transport, cfg.Bootstrap); err != nil {
@@ -226,7 +224,7 @@ func New(cfg Config) (*Engine, error) {
 	oldStyle := authoritiesOf(cfg.Bootstrap, e.switches, func(a authoritySetup) { e.auths.byName[a.Name] = newAuthority(a) })
 	e.auths.oldStyle = newAuthority(oldStyle)
 	e.auths.oldStyle.oldStyle = true
-	m, err := metrics.New(cfg.MeterProvider, cfg.Target, Version, e.gauges)
+	m, err := newMetrics(cfg.MeterProvider, cfg.Target, Version, e.gauges)
 	if err != nil {
 		return nil, fmt.Errorf("engine: metrics: %w", err)
 	}
@@ -304,7 +302,7 @@ func (e *Engine) Close() error {
 		errs = append(errs, lg.store.Close())
 	}
 	e.ser.Close()
-	e.metrics.Close()
+	e.metrics.close()
 	return errors.Join(errs...)
 }
 

@@ -5,11 +5,21 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/xdsengine/xdsengine/engine/internal/metrics"
-	"github.com/xdsengine/xdsengine/engine/internal/transports"
+	"github.com/xdsengine/xdsengine/engine/internal/sharedtransport"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
+	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/transport"
 )
+
+// streamNames answers a stream's questions about types and names
+// (wire.Names): both are fixed in New, so no lock is taken.
+type streamNames struct{ e *Engine }
+
+func (n streamNames) Type(typeURL string) (*registry.ResourceType, bool) {
+	return n.e.types.lookup(typeURL)
+}
+
+func (n streamNames) Key(typeURL, name string) (string, error) { return n.e.auths.key(typeURL, name) }
 
 // streamHost is a channel's side of one of its streams (wire.Host),
 // called from the stream's goroutines; each call takes the engine's
@@ -63,7 +73,7 @@ func (h *streamHost) Quiet(typeURLs []string) {
 // the stream has logged them.
 func (h *streamHost) SlowWatchers(perType map[string]int) {
 	for u, n := range perType {
-		h.c.e.metrics.Add(metrics.Slow, n, h.c.server.URI, u)
+		h.c.e.metrics.add(countSlow, n, h.c.server.URI, u)
 	}
 }
 
@@ -80,10 +90,9 @@ func (c *channel) startStreamLocked() {
 	for _, sn := range c.subscribed {
 		sn.newStream()
 	}
-	c.stream = newStream(wire.Config{Host: c.host, Open: c.openStream, Goroutines: &e.streamsRun, Types: e.types.lookup,
-		ResolveName: e.auths.key, Memo: c.memo, Switches: e.switches, Server: c.info,
-		CertificateProviders: e.certificateProviders, Node: e.node, Clock: e.clock,
-		SlowWatcherThreshold: e.slowWatcherThreshold, QuietWindow: e.quietWindow, Log: e.log})
+	c.stream = newStream(wire.Config{Host: c.host, Names: streamNames{e}, Goroutines: &e.streamsRun, Memo: c.memo,
+		DecodeOptions: registry.DecodeOptions{Server: c.info, Switches: e.switches, CertificateProviders: e.certificateProviders},
+		Node:          e.node, Clock: e.clock, SlowWatcherThreshold: e.slowWatcherThreshold, QuietWindow: e.quietWindow, Log: e.log})
 	for _, t := range c.subscribedTypesLocked() {
 		c.stream.Changed(t)
 	}
@@ -96,11 +105,14 @@ func (c *channel) stopStreamLocked() {
 	}
 }
 
-func (c *channel) openStream(ctx context.Context) (transport.Stream, error) {
+// Open opens the stream on the channel's shared transport. The channel's
+// transport is set when it is made, and never changes.
+func (h *streamHost) Open(ctx context.Context) (transport.Stream, error) {
+	c := h.c
 	if c.transport == nil {
 		return nil, c.buildErr
 	}
-	return transports.Open(ctx, c.transport, c.info.Delta, c.e.maxResponseBytes)
+	return sharedtransport.Open(ctx, c.transport, c.info.Delta, c.e.maxResponseBytes)
 }
 
 // subscriptionLocked returns the names of a type the stream is to

@@ -12,9 +12,9 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
+	"github.com/xdsengine/xdsengine/registry"
 
-	"github.com/xdsengine/xdsengine/engine/internal/metrics"
+	statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 )
 
 // ResourceStatus returns one watched resource's CSDS state (gRFC A40) as
@@ -133,49 +133,22 @@ func snapshotLocked(en *entry) entrySnapshot {
 	return s
 }
 
-// Metric and label names of gRFC A78, with A88's cache states.
-const (
-	MetricResourceUpdatesValid   = metrics.ResourceUpdatesValid
-	MetricResourceUpdatesInvalid = metrics.ResourceUpdatesInvalid
-	MetricServerFailure          = metrics.ServerFailure
-	MetricConnected              = metrics.Connected
-	MetricResources              = metrics.Resources
-
-	// Metrics of this engine's own, beyond A78: failures that gRPC's
-	// client leaves to its logs.
-	MetricResponsesTooLarge   = metrics.ResponsesTooLarge
-	MetricResponsesUnreadable = metrics.ResponsesUnreadable
-	MetricSlowWatchers        = metrics.SlowWatchers
-	MetricStoreLoads          = metrics.StoreLoads
-	MetricStoreServed         = metrics.StoreServed
-	MetricStoreWrites         = metrics.StoreWrites
-	MetricStoreErrors         = metrics.StoreErrors
-	MetricStoreDropped        = metrics.StoreDropped
-	MetricRepeatedResponses   = metrics.RepeatedResponses
-
-	LabelTarget       = metrics.LabelTarget
-	LabelServer       = metrics.LabelServer
-	LabelAuthority    = metrics.LabelAuthority
-	LabelResourceType = metrics.LabelResourceType
-	LabelCacheState   = metrics.LabelCacheState
-)
-
 // gauges reads the gauges' values: which servers are connected, and the
 // watched resources by authority, type and cache state.
-func (e *Engine) gauges() (metrics.Gauges, bool) {
+func (e *Engine) gauges() (gaugeValues, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed.Load() {
-		return metrics.Gauges{}, false
+		return gaugeValues{}, false
 	}
-	g := metrics.Gauges{Connected: map[string]bool{}, Resources: map[metrics.ResourceKey]int64{}}
+	g := gaugeValues{Connected: map[string]bool{}, Resources: map[gaugeKey]int64{}}
 	for _, c := range e.channels {
 		g.Connected[c.server.URI] = g.Connected[c.server.URI] || c.connected
 	}
 	for _, a := range e.allAuthoritiesLocked() {
 		for en := range a.entries() {
 			if !en.orphaned {
-				g.Resources[metrics.ResourceKey{Authority: a.displayName(), Type: metrics.TypeLabel(en.typ.TypeURL),
+				g.Resources[gaugeKey{Authority: a.displayName(), Type: registry.TypeName(en.typ.TypeURL),
 					State: en.state.MetricLabel(en.value != nil)}]++
 			}
 		}

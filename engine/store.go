@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/engine/internal/storewriter"
 	"github.com/xdsengine/xdsengine/engine/internal/wire"
 	"github.com/xdsengine/xdsengine/engine/storage"
@@ -71,11 +70,11 @@ func (e *Engine) startStore() {
 		<-loadDone // one call at a time, and nothing replaced before it is read
 		err := lg.store.Apply(lg.digest, changes)
 		if err == nil {
-			e.metrics.Add(metrics.Writes, 1, "", "")
+			e.metrics.add(countWrites, 1, "", "")
 		}
 		return err
 	}, func(err error) {
-		e.metrics.Add(metrics.StoreFailures, 1, "", "")
+		e.metrics.add(countStoreFailures, 1, "", "")
 		e.log.Warn("xDS last-known-good store: write failed; the changes are kept for the next", "error", err)
 	}, storeWriteInterval, lg.maxAge/4)
 	lg.marks.Wake = lg.writer.Wake
@@ -239,7 +238,7 @@ func (e *Engine) serveStoredLocked(en *entry) bool {
 	en.state, en.source = StateACKed, nil
 	en.notes = en.notes.withStored(sv, e.clock.Now())
 	en.notes = en.notes.withAmbient(e.channelErrorFor(en.auth.active(), en))
-	e.metrics.Add(metrics.Served, 1, sv.server.URI, en.typ.TypeURL)
+	e.metrics.add(countServed, 1, sv.server.URI, en.typ.TypeURL)
 	return true
 }
 

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
-	"github.com/xdsengine/xdsengine/engine/internal/metrics"
 	"github.com/xdsengine/xdsengine/engine/storage"
 	"github.com/xdsengine/xdsengine/registry"
 )
@@ -55,13 +54,13 @@ type storedName struct{ typeURL, key string }
 func (e *Engine) loadStore(lg *storeSide) (loaded map[*authority]map[storedName]*storedResource, expired []storage.Resource) {
 	got, err := lg.store.Load(lg.digest)
 	if err != nil {
-		e.metrics.Add(metrics.StoreFailures, 1, "", "")
+		e.metrics.add(countStoreFailures, 1, "", "")
 		e.log.Warn("xDS last-known-good store: load failed; starting without it", "error", err)
 		return nil, nil
 	}
-	e.metrics.Add(metrics.Loads, 1, "", "")
+	e.metrics.add(countLoads, 1, "", "")
 	if got.Corrupt > 0 {
-		e.metrics.Add(metrics.Dropped, got.Corrupt, "", "")
+		e.metrics.add(countDropped, got.Corrupt, "", "")
 		e.log.Warn("xDS last-known-good store: corrupt resources dropped", "count", got.Corrupt)
 	}
 	now := e.clock.Now()
@@ -73,7 +72,7 @@ func (e *Engine) loadStore(lg *storeSide) (loaded map[*authority]map[storedName]
 		}
 		a, name, s, err := e.decodeStored(r)
 		if err != nil {
-			e.metrics.Add(metrics.Dropped, 1, r.Server, r.TypeURL)
+			e.metrics.add(countDropped, 1, r.Server, r.TypeURL)
 			e.log.Warn("xDS last-known-good store: resource dropped", "type", r.TypeURL, "name", r.Name, "error", err)
 			continue
 		}

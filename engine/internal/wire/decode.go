@@ -111,8 +111,8 @@ func (s *stream) decodeOne(typ *registry.ResourceType, c *candidate) {
 // sameResourceName reports whether two names are one resource: equal, or
 // xdstp:// names with one canonical form (A47).
 func (s *stream) sameResourceName(typeURL, a, b string) bool {
-	ka, errA := s.cfg.ResolveName(typeURL, a)
-	kb, errB := s.cfg.ResolveName(typeURL, b)
+	ka, errA := s.cfg.Names.Key(typeURL, a)
+	kb, errB := s.cfg.Names.Key(typeURL, b)
 	return errA == nil && errB == nil && ka == kb
 }
 
@@ -165,7 +165,7 @@ func (d *decoding) check(i int) {
 	key := c.Key // known for a resource the memo knew
 	if !c.known {
 		var err error
-		if key, err = d.s.cfg.ResolveName(d.typ.TypeURL, c.name); err != nil {
+		if key, err = d.s.cfg.Names.Key(d.typ.TypeURL, c.name); err != nil {
 			// Not a name anyone can watch, so not one of the cached ones.
 			d.t.fail("resource index %d, name %s: %v", i, QuoteName(c.name), err)
 			return
@@ -195,13 +195,13 @@ func (d *decoding) finish() {
 	if d.pipe != nil {
 		d.pipe.end()
 	}
-	if !d.s.cfg.Switches.DisableDataErrorHandling {
+	if !d.s.cfg.DecodeOptions.Switches.DisableDataErrorHandling {
 		for i, re := range d.errs {
 			d.checkResourceError(i, re)
 		}
 	}
 	for i, name := range d.removed {
-		key, err := d.s.cfg.ResolveName(d.typ.TypeURL, name)
+		key, err := d.s.cfg.Names.Key(d.typ.TypeURL, name)
 		switch {
 		case name == "":
 			d.t.fail("removed_resources index %d: empty name", i)
@@ -243,7 +243,7 @@ func (d *decoding) checkResourceError(i int, re *discoverypb.ResourceError) {
 		d.t.fail("resource_errors index %d, name %s: error_detail code %d is not a gRPC status code", i, QuoteName(name), uint32(code))
 		return
 	}
-	key, err := d.s.cfg.ResolveName(d.typ.TypeURL, name)
+	key, err := d.s.cfg.Names.Key(d.typ.TypeURL, name)
 	if err != nil {
 		d.t.fail("resource_errors index %d, name %s: cannot parse xDS resource name: %v", i, QuoteName(name), err)
 		return

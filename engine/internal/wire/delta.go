@@ -27,12 +27,12 @@ func (delta) read(s *stream, b []byte) (*decoding, error) {
 		return nil, err
 	}
 	if s.cfg.Log.Enabled(context.Background(), slog.LevelDebug) { // its arguments would allocate on every response
-		s.cfg.Log.Debug("xDS delta response received", "server", s.cfg.Server.URI, "type", m.GetTypeUrl(),
+		s.cfg.Log.Debug("xDS delta response received", "server", s.cfg.DecodeOptions.Server.URI, "type", m.GetTypeUrl(),
 			"system_version", m.GetSystemVersionInfo(), "nonce", m.GetNonce(), "resources", len(m.GetResources()),
 			"removed", len(m.GetRemovedResources())+len(m.GetRemovedResourceNames()), "resource_errors", len(m.GetResourceErrors()))
 	}
 	resp := &Response{TypeURL: m.GetTypeUrl(), Version: m.GetSystemVersionInfo(), Received: s.cfg.Clock.Now()}
-	typ, known := s.cfg.Types(resp.TypeURL)
+	typ, known := s.cfg.Names.Type(resp.TypeURL)
 	if !known {
 		return &decoding{resp: resp}, nil
 	}

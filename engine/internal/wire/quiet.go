@@ -72,7 +72,7 @@ func (s *stream) applyRepeat(d *decoding, gate *Gate) {
 	s.mu.Unlock()
 	if first {
 		s.cfg.Log.Warn("xDS server answered an ACK with the response it acknowledged; repeats are ACKed and not applied (counted in xdsengine.xds_client.repeated_responses)",
-			"server", s.cfg.Server.URI, "type", d.typ.ShortName(), "version", d.resp.Version)
+			"server", s.cfg.DecodeOptions.Server.URI, "type", d.typ.ShortName(), "version", d.resp.Version)
 	}
 	s.host.Apply(Part{Response: d.resp, First: true, Last: true})
 	gate.arm()

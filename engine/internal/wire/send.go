@@ -29,7 +29,7 @@ func (s *stream) sendLoop() {
 		for typeURL, ok := s.takeDirty(); ok; typeURL, ok = s.takeDirty() {
 			msg, replace := s.build(typeURL)
 			if replace {
-				s.cfg.Log.Info("xDS stream replaced: a wildcard subscription joined names written on it", "server", s.cfg.Server.URI, "type", typeURL)
+				s.cfg.Log.Info("xDS stream replaced: a wildcard subscription joined names written on it", "server", s.cfg.DecodeOptions.Server.URI, "type", typeURL)
 				s.end(ErrNewStream)
 				return
 			}
@@ -49,7 +49,7 @@ func (s *stream) sendLoop() {
 				return
 			}
 			if s.cfg.Log.Enabled(context.Background(), slog.LevelDebug) {
-				s.cfg.Log.Debug("xDS request sent", "server", s.cfg.Server.URI, "request", requestSummary{msg})
+				s.cfg.Log.Debug("xDS request sent", "server", s.cfg.DecodeOptions.Server.URI, "request", requestSummary{msg})
 			}
 			s.mu.Lock()
 			st := s.typeLocked(typeURL)

@@ -43,11 +43,11 @@ func (sotw) read(s *stream, b []byte) (*decoding, error) {
 	}
 	defer releaseEnvelope(env.resources)
 	if s.cfg.Log.Enabled(context.Background(), slog.LevelDebug) { // its arguments would allocate on every response
-		s.cfg.Log.Debug("xDS response received", "server", s.cfg.Server.URI, "type", env.typeURL, "version", env.version,
+		s.cfg.Log.Debug("xDS response received", "server", s.cfg.DecodeOptions.Server.URI, "type", env.typeURL, "version", env.version,
 			"nonce", env.nonce, "resources", len(env.resources), "resource_errors", len(env.errors))
 	}
 	resp := &Response{TypeURL: env.typeURL, Version: env.version, Received: s.cfg.Clock.Now()}
-	typ, known := s.cfg.Types(env.typeURL)
+	typ, known := s.cfg.Names.Type(env.typeURL)
 	if !known {
 		return &decoding{resp: resp}, nil
 	}

@@ -148,7 +148,10 @@ func start(cfg Config, v variant) *stream {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &stream{cfg: cfg, host: cfg.Host, v: v, ctx: ctx, cancel: cancel, seed: maphash.MakeSeed(),
 		dirty: make(map[string]bool), wake: make(chan struct{}, 1), types: make(map[string]*typeState),
-		decodeOpts: registry.DecodeOptions{Server: cfg.Server, Switches: cfg.Switches, CertificateProviders: cfg.CertificateProviders, OwnsRaw: true}}
+		decodeOpts: cfg.DecodeOptions}
+	// The bytes a decoder gets are its to keep: decodeOne clones them out
+	// of the response.
+	s.decodeOpts.OwnsRaw = true
 	cfg.Goroutines.Add(1)
 	go s.run()
 	return s
@@ -209,7 +212,7 @@ func (s *stream) typeLocked(typeURL string) *typeState {
 func (s *stream) run() {
 	defer s.cfg.Goroutines.Done()
 	defer s.stopTimers()
-	raw, err := s.cfg.Open(s.ctx)
+	raw, err := s.host.Open(s.ctx)
 	if err != nil {
 		s.end(err)
 		return
@@ -263,7 +266,7 @@ func (s *stream) handle(b []byte, gate *Gate) bool {
 	}
 	d.resp.Gate = gate
 	if d.typ == nil {
-		s.cfg.Log.Warn("xDS response for an unregistered type; ignored", "server", s.cfg.Server.URI, "type", d.resp.TypeURL)
+		s.cfg.Log.Warn("xDS response for an unregistered type; ignored", "server", s.cfg.DecodeOptions.Server.URI, "type", d.resp.TypeURL)
 		s.host.Apply(Part{Response: d.resp, First: true, Last: true})
 		gate.arm()
 		return !s.stopped.Load()
@@ -296,7 +299,7 @@ func (s *stream) handle(b []byte, gate *Gate) bool {
 	gate.arm()
 	nack := d.t.nackDetail()
 	if nack != nil {
-		s.cfg.Log.Warn("xDS response NACKed", "server", s.cfg.Server.URI, "type", d.typ.ShortName(), "version", d.resp.Version, "errors", nack.GetMessage())
+		s.cfg.Log.Warn("xDS response NACKed", "server", s.cfg.DecodeOptions.Server.URI, "type", d.typ.ShortName(), "version", d.resp.Version, "errors", nack.GetMessage())
 	}
 	s.mu.Lock()
 	st.applying = false
@@ -335,9 +338,9 @@ func (s *stream) settleLocked(st *typeState, part []Resource, d *decoding, last 
 func (s *stream) unreadable(b []byte, perr error, gate *Gate) {
 	typeURL, nonce, ok := peekTypeAndNonce(b)
 	resp := &Response{TypeURL: typeURL, Unreadable: perr, Received: s.cfg.Clock.Now(), Gate: gate}
-	typ, known := s.cfg.Types(typeURL)
+	typ, known := s.cfg.Names.Type(typeURL)
 	if !ok || !known {
-		s.cfg.Log.Warn("xDS response does not parse and names no known type; ignored", "server", s.cfg.Server.URI, "type", typeURL, "bytes", len(b), "error", perr)
+		s.cfg.Log.Warn("xDS response does not parse and names no known type; ignored", "server", s.cfg.DecodeOptions.Server.URI, "type", typeURL, "bytes", len(b), "error", perr)
 		s.host.Apply(Part{Response: resp, First: true, Last: true})
 		gate.arm()
 		return
@@ -345,7 +348,7 @@ func (s *stream) unreadable(b []byte, perr error, gate *Gate) {
 	resp.Type = typ
 	resp.Unreadable = fmt.Errorf("xDS response of %d bytes does not parse: %w", len(b), perr)
 	nack := nackStatus(resp.Unreadable.Error())
-	s.cfg.Log.Warn("xDS response NACKed", "server", s.cfg.Server.URI, "type", typ.ShortName(), "errors", nack.GetMessage())
+	s.cfg.Log.Warn("xDS response NACKed", "server", s.cfg.DecodeOptions.Server.URI, "type", typ.ShortName(), "errors", nack.GetMessage())
 	s.mu.Lock()
 	st := s.typeLocked(typeURL)
 	for _, sub := range st.subs {

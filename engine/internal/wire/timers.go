@@ -282,12 +282,12 @@ func (s *stream) logSlowWatchers(pending []Pending, notifications int) {
 	var named []string
 	for _, p := range pending[:min(len(pending), 10)] {
 		t := registry.ResourceType{TypeURL: p.TypeURL}
-		if known, ok := s.cfg.Types(p.TypeURL); ok {
+		if known, ok := s.cfg.Names.Type(p.TypeURL); ok {
 			t = *known
 		}
 		named = append(named, t.ShortName()+" "+QuoteName(p.Name))
 	}
 	s.cfg.Log.Warn("xDS watchers have not called done; reads from the server are held until they do",
-		"server", s.cfg.Server.URI, "after", s.cfg.SlowWatcherThreshold, "notifications", notifications,
+		"server", s.cfg.DecodeOptions.Server.URI, "after", s.cfg.SlowWatcherThreshold, "notifications", notifications,
 		"resources", len(pending), "first", strings.Join(named, ", "))
 }

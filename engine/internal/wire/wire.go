@@ -9,7 +9,6 @@ import (
 
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
-	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/transport"
 )
@@ -33,33 +32,61 @@ type Stream interface {
 	Stop()
 }
 
-// Host is the engine's side of a stream: the cache, the watchers and
-// the subscriptions. The stream calls it from its own goroutines, holding
-// none of its state's locks but the timers' (Subscription and Timeout),
-// which the host never takes: the host's own lock comes after.
+// The seam between the engine and a stream is Host, which the stream
+// calls back from its goroutines, Names, which it asks while it decodes,
+// and the values in Config. The stream shares no lock with the host:
+//
+//   - Subscription and Timeout are called with the stream's own lock held
+//     (so that names written and answers settling them are recorded in
+//     one order); the host takes its lock inside them, and never calls
+//     the stream but through Changed and Await, which take neither.
+//   - Apply is called with no lock of the stream's but its decode memo's
+//     (Memo), held by the receiving goroutine for the whole response: the
+//     host touches the memo only through Resource.Keep.
+//   - Open, Quiet, Ended and SlowWatchers are called with no lock held.
+//   - Names is called with no lock held, concurrently, from the decoding
+//     goroutines.
+
+// Host is the engine's side of a stream: the cache, the watchers, the
+// subscriptions, and the connection.
 type Host interface {
+	// Open opens the underlying stream; it should fail rather than wait
+	// while the server is unreachable. Cancelling ctx ends the stream.
+	Open(ctx context.Context) (transport.Stream, error)
 	// Subscription returns what to subscribe to for a type, as this
 	// stream is to write it now.
 	Subscription(typeURL string) Subscription
 	// Apply hands over a part of a response, in order: the response's
 	// parts are applied before its answer is written. The notifications
-	// the host schedules hold p.Gate.
+	// the host schedules hold p.Gate. p.Resources is the stream's, valid
+	// until Apply returns (what the host keeps of a resource, its value
+	// and bytes, stays valid).
 	Apply(p Part)
 	// Timeout: the does-not-exist timers of names, written on this stream
 	// and still unanswered, ran out.
 	Timeout(typeURL string, names []string)
-	// Ended: the stream ended with err; sawResponse says whether it had
-	// read a response. ErrNewStream: the stream ended itself, to be
-	// replaced at once.
-	Ended(err error, sawResponse bool)
 	// Quiet: requests of these types that subscribed to names have gone
 	// unanswered for Config.QuietWindow, and the stream is still open:
 	// the server has nothing new to send for them (see Config.QuietWindow).
 	Quiet(typeURLs []string)
+	// Ended: the stream ended with err; sawResponse says whether it had
+	// read a response. ErrNewStream: the stream ended itself, to be
+	// replaced at once.
+	Ended(err error, sawResponse bool)
 	// SlowWatchers: a response's notifications have held reads for
 	// Config.SlowWatcherThreshold (the stream has logged it); perType
 	// counts, by type URL, the resources of those still waiting for done.
 	SlowWatchers(perType map[string]int)
+}
+
+// Names is what a stream asks of the engine's resource types and names
+// while it decodes. It must be safe to call concurrently.
+type Names interface {
+	// Type returns a registered resource type that is on.
+	Type(typeURL string) (*registry.ResourceType, bool)
+	// Key returns the cache key of a name of a type, or why no one can
+	// watch that name.
+	Key(typeURL, name string) (key string, err error)
 }
 
 // Subscription is a type's subscription as the host hands it to a stream:
@@ -230,26 +257,17 @@ type Clock interface {
 
 // Config is what a stream needs from the engine.
 type Config struct {
-	Host Host
-	// Open opens the underlying stream; it should fail rather than wait
-	// while the server is unreachable. Cancelling ctx ends the stream.
-	Open func(ctx context.Context) (transport.Stream, error)
+	Host  Host
+	Names Names
 	// Goroutines tracks the stream's goroutines, so that the engine can
 	// wait for them on Close.
 	Goroutines *sync.WaitGroup
-	// Types looks up a registered, enabled resource type.
-	Types func(typeURL string) (*registry.ResourceType, bool)
-	// ResolveName returns the cache key of a name of a type, or why no
-	// one can watch that name. It must be safe to call concurrently.
-	ResolveName func(typeURL, name string) (key string, err error)
 	// Memo is the server's decode memo, which outlives its streams.
-	Memo     *Memo
-	Switches features.Switches
-	Server   registry.ServerInfo
-
-	// CertificateProviders goes to the decoders as
-	// registry.DecodeOptions.CertificateProviders.
-	CertificateProviders func(name string) bool
+	Memo *Memo
+	// DecodeOptions are every resource's decode options, but for the
+	// wrapper name: the server (its URI, features, protocol), the
+	// switches, the certificate provider instances.
+	DecodeOptions registry.DecodeOptions
 
 	// Node goes in the first request of the stream.
 	Node  *corepb.Node

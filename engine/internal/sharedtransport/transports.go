@@ -1,8 +1,8 @@
-// Package transports shares one transport per xDS server entry among its
+// Package sharedtransport shares one transport per xDS server entry among its
 // users: the engine's channel to the server and the clients of other
 // services on it (load reporting to "self" rides the ADS connection), as
 // gRPC keeps one connection per server entry.
-package transports
+package sharedtransport
 
 import (
 	"context"

@@ -76,7 +76,8 @@ func (c *channel) applyResourceLocked(r *wire.Response, res *wire.Resource, en *
 		return
 	}
 	if c.holdsLocked(en, res.Raw) {
-		en.version, en.updated = version, r.Received
+		en.version = version
+		en.setUpdated(r.Received)
 		e.keepLocked(en, res.TTL)
 		return
 	}

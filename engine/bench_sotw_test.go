@@ -622,25 +622,29 @@ func reportColdStarts(b *testing.B, raw *baseline, requests int, cpu time.Durati
 	}
 }
 
-// BenchmarkSotWHeapPerCluster caches 10,000 watched clusters and reports
-// the live heap they add, per cluster: the engine's entry, the decoded
-// cds.Cluster, the cached bytes, the watcher's registration.
+// BenchmarkSotWHeapPerCluster caches 10,000, then 100,000, watched
+// clusters and reports the live heap they add, per cluster: the engine's
+// entry, the decoded cds.Cluster, the cached bytes, the watcher's
+// registration, the stream's subscription and decode memo.
 func BenchmarkSotWHeapPerCluster(b *testing.B) {
-	const n = 10000
-	resp := clusterResponse(b, n, 0, 0)
-	var perCluster float64
-	for i := 0; i < b.N; i++ {
-		before := idleHeap()
-		// Made after the heap's first reading: the cache keeps each
-		// watch's name, so it counts as the cluster's.
-		names := benchClusterNames(n, false)
-		e, st, _ := startAndServe(b, names, resp, nil)
-		st.request(b) // the ACK: the response has been applied
-		perCluster = float64(idleHeap()-before) / n
-		runtime.KeepAlive(e)
-		e.Close()
+	for _, n := range []int{10000, 100000} {
+		b.Run(strconv.Itoa(n/1000)+"k", func(b *testing.B) {
+			resp := clusterResponse(b, n, 0, 0)
+			var perCluster float64
+			for i := 0; i < b.N; i++ {
+				before := idleHeap()
+				// Made after the heap's first reading: the cache keeps each
+				// watch's name, so it counts as the cluster's.
+				names := benchClusterNames(n, false)
+				e, st, _ := startAndServe(b, names, resp, nil)
+				st.request(b) // the ACK: the response has been applied
+				perCluster = float64(idleHeap()-before) / float64(n)
+				runtime.KeepAlive(e)
+				e.Close()
+			}
+			b.ReportMetric(perCluster, "B/cluster")
+		})
 	}
-	b.ReportMetric(perCluster, "B/cluster")
 }
 
 // idleHeap returns the live heap without what the handling of a response

@@ -14,7 +14,7 @@ import (
 )
 
 // CacheState is the state of a cache entry (gRFC A88), as CSDS reports it.
-type CacheState int
+type CacheState int8
 
 const (
 	// StateRequested: subscribed, nothing received yet.
@@ -102,14 +102,15 @@ type entry struct {
 	watchers []*watch // in the order they came: usually one or two, so a slice beats a map
 	orphaned bool     // no watcher, waiting for a request without it
 	removed  bool     // out of the cache for good
+	state    CacheState
 
 	value   registry.Resource // nil when nothing usable is cached
 	raw     []byte            // serialized form of value
 	source  *channel          // the server value came from
 	version string
-	updated time.Time
-
-	state CacheState
+	// updatedAt is when value was received (time.Time.UnixNano; 0: never):
+	// 16 bytes less than a time.Time in each of 100,000 entries.
+	updatedAt int64
 	// notes (the last error, the ambient error, where a resource served
 	// from the store came from) and glob (a glob collection's members) are
 	// nil in most entries, which need not carry their fields.
@@ -118,6 +119,22 @@ type entry struct {
 	// coveredBy is the mark of the last response that named the entry
 	// (channel.applyMark): see applyDeletionsLocked.
 	coveredBy uint64
+}
+
+// updated returns when en's resource was received, zero if never.
+func (en *entry) updated() time.Time {
+	if en.updatedAt == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, en.updatedAt)
+}
+
+// setUpdated records when en's resource was received.
+func (en *entry) setUpdated(t time.Time) {
+	en.updatedAt = 0
+	if !t.IsZero() {
+		en.updatedAt = t.UnixNano()
+	}
 }
 
 // EntryKey is en's cache key (wire.Entry): the stream's decode memo keeps
@@ -139,7 +156,7 @@ func (e *Engine) onValidLocked(en *entry, value registry.Resource, raw []byte, v
 	identical := en.value != nil && (bytes.Equal(en.raw, raw) || resourcesEqual(en.value, value))
 	hadAmbient := en.notes.ambientError() != nil
 	en.version = version
-	en.updated = received
+	en.setUpdated(received)
 	en.state = StateACKed
 	en.notes = nil
 	en.source = c
@@ -235,17 +252,6 @@ func (e *Engine) onTimerLocked(en *entry, c *channel) {
 	en.notes = en.notes.withError(err, "", time.Time{})
 	e.log.Info("xDS resource not received in time", "type", en.typ.ShortName(), "name", en.name, "server", c.server.URI, "state", en.state.String())
 	e.notifyChangedLocked(en, nil, err)
-}
-
-func (e *Engine) newError(kind Kind, code codes.Code, en *entry, c *channel, cause error) *Error {
-	err := &Error{Kind: kind, Code: code, NodeID: e.nodeID, Err: cause}
-	if en != nil {
-		err.TypeURL, err.Name = en.typ.TypeURL, en.name
-	}
-	if c != nil {
-		err.ServerURI, err.server = c.server.URI, &c.server
-	}
-	return err
 }
 
 // dropStoredLocked takes what the store served out of en, whose server

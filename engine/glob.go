@@ -64,7 +64,8 @@ func (c *channel) deliverGlobsLocked(version string, received time.Time) {
 			continue
 		}
 		coll := ge.glob.collection(ge.name)
-		ge.version, ge.updated, ge.state, ge.source = version, received, StateACKed, c
+		ge.version, ge.state, ge.source = version, StateACKed, c
+		ge.setUpdated(received)
 		ge.notes = nil
 		ge.value = coll
 		e.notifyChangedLocked(ge, coll, nil)

@@ -76,6 +76,13 @@ func (m *opLock) runQueued() {
 			m.run(o)
 		}
 		clear(ops)
-		m.spare = ops[:0]
+		if cap(ops) <= maxSpareOps {
+			m.spare = ops[:0]
+		}
 	}
 }
+
+// maxSpareOps bounds the array kept for the next operations: a burst of
+// 10,000 watches is not to keep 10,000 operations' worth of memory for
+// as long as the engine lives.
+const maxSpareOps = 256

@@ -152,7 +152,7 @@ func (e *Engine) originLocked(en *entry, err error) *origin {
 		} else if sv != nil {
 			server = sv.server
 		}
-		return e.sharedOrigin(origin{version: en.version, server: server, received: en.updated, stored: sv != nil})
+		return e.sharedOrigin(origin{version: en.version, server: server, received: en.updated(), stored: sv != nil})
 	}
 	var o origin
 	if xe, ok := err.(*Error); ok {

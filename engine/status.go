@@ -123,7 +123,7 @@ func (e *Engine) Dump() *statuspb.ClientConfig {
 
 func snapshotLocked(en *entry) entrySnapshot {
 	s := entrySnapshot{TypeURL: en.typ.TypeURL, Name: en.name, Status: en.state.ClientStatus(), Cached: en.value != nil,
-		Version: en.version, Raw: en.raw, Updated: en.updated}
+		Version: en.version, Raw: en.raw, Updated: en.updated()}
 	if f := en.notes; f != nil && f.err != nil {
 		s.Err, s.FailedVersion, s.FailedAt = f.err, f.failedVersion, f.failedAt
 	} else if en.storedOrigin() != nil && f.ambient != nil {

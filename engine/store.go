@@ -234,7 +234,8 @@ func (e *Engine) serveStoredLocked(en *entry) bool {
 	if sv == nil || sv.expired(e.clock.Now(), lg.maxAge) {
 		return false
 	}
-	en.value, en.raw, en.version, en.updated = sv.value, sv.raw, sv.version, sv.received
+	en.value, en.raw, en.version = sv.value, sv.raw, sv.version
+	en.setUpdated(sv.received)
 	en.state, en.source = StateACKed, nil
 	en.notes = en.notes.withStored(sv, e.clock.Now())
 	en.notes = en.notes.withAmbient(e.channelErrorFor(en.auth.active(), en))

@@ -16,7 +16,7 @@ import (
 // server with ttl (0: none): the writer reads en when it writes.
 func (e *Engine) keepLocked(en *entry, ttl time.Duration) {
 	if lg := e.storeSide; lg != nil && !en.typ.NotStored {
-		lg.marks.keep(en, expiry(en.updated, ttl))
+		lg.marks.keep(en, expiry(en.updated(), ttl))
 	}
 }
 
@@ -34,7 +34,7 @@ func (e *Engine) gatherStore(lg *storeSide) []storage.Change {
 	return lg.marks.gather(&e.mu, func(en *entry, forget bool) (storage.Change, bool) {
 		c := storage.Change{Resource: storage.Resource{Authority: en.auth.name, TypeURL: en.typ.TypeURL, Name: en.name}, Delete: forget}
 		if !forget && en.source != nil {
-			c.Server, c.Version, c.Raw, c.Received = en.source.server.URI, en.version, en.raw, en.updated
+			c.Server, c.Version, c.Raw, c.Received = en.source.server.URI, en.version, en.raw, en.updated()
 		}
 		return c, forget || en.source != nil
 	})

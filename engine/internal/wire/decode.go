@@ -77,7 +77,8 @@ func (s *stream) decode(resp *Response, nonce string, cands []candidate, errs []
 		if d.tm.lookup(d.memo, d.typ, c, i) {
 			e := c.memo
 			c.known = true
-			c.name, c.Key, c.Value, c.Err, c.Raw = e.name, e.key, e.value, e.err, e.raw
+			c.name, c.Key, c.Raw = d.tm.sentName(e.key), e.key, e.raw
+			c.Value, c.Err = e.result()
 			continue
 		}
 		todo = append(todo, i)

@@ -50,6 +50,9 @@ type typeMemo struct {
 	gen uint64
 	// named counts the entries the response under way named.
 	named int
+	// sentNames are the names resources were sent under, by key, where
+	// they are not their key.
+	sentNames map[string]string
 	// spare are entries allocated together and handed out one by one: a
 	// first response of 1,000 resources makes 16 allocations for them,
 	// not 1,000. A batch lives while one of its entries does.
@@ -67,15 +70,34 @@ func (tm *typeMemo) newEntry(key string) *memoEntry {
 }
 
 // memoEntry is one resource as decoded: a value or an error, and the
-// host's entry of its key (Resource.Keep).
+// host's entry of its key (Resource.Keep). It is kept small, one of them
+// per resource of every server: the name a resource was sent under, when
+// it is not the key (an xdstp name not in its canonical form), is in
+// typeMemo.sentNames, and an error is held in place of a value.
 type memoEntry struct {
-	key, name, wrapper string
-	raw                []byte
-	value              registry.Resource
-	err                error
-	hash               uint64 // its key in byHash, or 0
-	seen               uint64
-	entry              Entry
+	key, wrapper string
+	raw          []byte
+	decoded      registry.Resource // the value, or a memoError
+	hash         uint64            // its key in byHash, or 0
+	seen         uint64
+	entry        Entry
+}
+
+// memoError is what a memoEntry holds of a resource that failed.
+type memoError struct{ err error }
+
+// result returns the entry's value or error.
+func (e *memoEntry) result() (registry.Resource, error) {
+	if f, ok := e.decoded.(memoError); ok {
+		return nil, f.err
+	}
+	return e.decoded, nil
+}
+
+// hasValue reports whether the entry holds a valid value.
+func (e *memoEntry) hasValue() bool {
+	_, failed := e.decoded.(memoError)
+	return e.decoded != nil && !failed
 }
 
 // forType returns the memo of a type, made on first use.
@@ -145,7 +167,7 @@ func (tm *typeMemo) lookup(m *Memo, typ *registry.ResourceType, c *candidate, i 
 }
 
 func (e *memoEntry) matches(c *candidate) bool {
-	return e != nil && (e.value != nil || e.err != nil) && e.wrapper == c.wrapper && bytes.Equal(e.raw, c.Raw)
+	return e != nil && e.decoded != nil && e.wrapper == c.wrapper && bytes.Equal(e.raw, c.Raw)
 }
 
 func (e *memoEntry) orNil(c *candidate) *memoEntry {
@@ -176,7 +198,7 @@ func (tm *typeMemo) record(c *candidate, i int, key string, hit bool) bool {
 	}
 	switch {
 	case hit:
-	case e != nil && c.Err != nil && e.value != nil:
+	case e != nil && c.Err != nil && e.hasValue():
 		// An invalid version does not displace the valid one, which the
 		// server may well send again.
 		e.seen = tm.gen
@@ -190,7 +212,12 @@ func (tm *typeMemo) record(c *candidate, i int, key string, hit bool) bool {
 		if e.hash != 0 && tm.byHash[e.hash] == e {
 			delete(tm.byHash, e.hash)
 		}
-		e.name, e.wrapper, e.raw, e.value, e.err, e.hash = c.name, c.wrapper, c.Raw, c.Value, c.Err, c.hash
+		e.wrapper, e.raw, e.hash = c.wrapper, c.Raw, c.hash
+		e.decoded = c.Value
+		if c.Err != nil {
+			e.decoded = memoError{c.Err}
+		}
+		tm.setSentName(key, c.name)
 		if e.hash != 0 {
 			if tm.byHash == nil {
 				tm.byHash = make(map[uint64]*memoEntry)
@@ -271,8 +298,31 @@ func (tm *typeMemo) forget(keys []string) {
 // key's.
 func (tm *typeMemo) drop(key string, e *memoEntry) {
 	delete(tm.byKey, key)
+	delete(tm.sentNames, key)
 	if e.hash != 0 && tm.byHash[e.hash] == e {
 		delete(tm.byHash, e.hash)
 	}
 	*e = memoEntry{}
+}
+
+// setSentName records the name the resource of key was sent under,
+// when it is not key.
+func (tm *typeMemo) setSentName(key, name string) {
+	switch {
+	case name != key:
+		if tm.sentNames == nil {
+			tm.sentNames = make(map[string]string)
+		}
+		tm.sentNames[key] = name
+	case tm.sentNames != nil:
+		delete(tm.sentNames, key)
+	}
+}
+
+// sentName returns the name the resource of key was sent under.
+func (tm *typeMemo) sentName(key string) string {
+	if name, ok := tm.sentNames[key]; ok {
+		return name
+	}
+	return key
 }

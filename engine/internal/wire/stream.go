@@ -195,7 +195,7 @@ func (s *stream) stopTimers() {
 	}
 	for _, st := range s.types {
 		for _, sub := range st.subs {
-			sub.stop()
+			sub.stop(st)
 		}
 	}
 }
@@ -352,7 +352,7 @@ func (s *stream) unreadable(b []byte, perr error, gate *Gate) {
 	s.mu.Lock()
 	st := s.typeLocked(typeURL)
 	for _, sub := range st.subs {
-		sub.stop()
+		sub.stop(st)
 	}
 	st.applying = true
 	st.unanswered, st.clean = false, false

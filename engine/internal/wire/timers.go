@@ -13,7 +13,6 @@ import (
 // an error for it) arrives, and only if nothing was cached when the host
 // handed it over (A57, A88).
 type subscription struct {
-	owner   *typeState
 	awaited bool // nothing cached: a timer starts once written
 	settled bool // answered, expired, or never awaited
 	// timer is the group whose timer runs for this name, nil once it is
@@ -69,7 +68,7 @@ func (st *typeState) subscribe(name string, awaited bool) {
 	}
 	sub := &st.spare[0]
 	st.spare = st.spare[1:]
-	*sub = subscription{owner: st, awaited: awaited}
+	*sub = subscription{awaited: awaited}
 	st.subs[name] = sub
 	st.unsettled++
 	st.fresh = append(st.fresh, freshSub{name, sub})
@@ -77,7 +76,7 @@ func (st *typeState) subscribe(name string, awaited bool) {
 
 func (st *typeState) unsubscribe(name string) {
 	if sub := st.subs[name]; sub != nil {
-		sub.stop()
+		sub.stop(st)
 		delete(st.subs, name)
 	}
 }
@@ -94,7 +93,7 @@ func (s *stream) startTimersLocked(typeURL string, st *typeState) {
 	for _, f := range st.fresh {
 		sub := f.sub
 		if !sub.awaited {
-			sub.markSettled()
+			sub.markSettled(st)
 			continue
 		}
 		if sub.settled || sub.timer != nil {
@@ -154,7 +153,7 @@ func (s *stream) expireOrExtendLocked(g *timerGroup) {
 		}
 		m.sub.timer = nil
 		g.running--
-		m.sub.markSettled()
+		m.sub.markSettled(st)
 		names = append(names, m.name)
 	}
 	if len(names) > 0 {
@@ -204,22 +203,22 @@ func (s *stream) unholdLocked() {
 // on this stream.
 func (st *typeState) settle(name string) {
 	if sub := st.subs[name]; sub != nil {
-		sub.stop()
+		sub.stop(st)
 		return
 	}
 	// A member of a glob collection answers the collection's
 	// subscription (xRFC TP1).
 	if glob, ok := xdsname.GlobOf(name); ok {
 		if sub := st.subs[glob]; sub != nil {
-			sub.stop()
+			sub.stop(st)
 		}
 	}
 }
 
 // stop settles the subscription: its timer will not fire. The group's
 // clock timer stops with the last of its names.
-func (sub *subscription) stop() {
-	sub.markSettled()
+func (sub *subscription) stop(st *typeState) {
+	sub.markSettled(st)
 	if g := sub.timer; g != nil {
 		sub.timer = nil
 		if g.running--; g.running == 0 && g.stop != nil {
@@ -231,10 +230,10 @@ func (sub *subscription) stop() {
 
 // markSettled settles the subscription, keeping its type's count of
 // unsettled ones.
-func (sub *subscription) markSettled() {
+func (sub *subscription) markSettled(st *typeState) {
 	if !sub.settled {
 		sub.settled = true
-		sub.owner.unsettled--
+		st.unsettled--
 	}
 }
 

@@ -42,8 +42,8 @@ func (delta) read(s *stream, b []byte) (*decoding, error) {
 		removed = append(slices.Clip(removed), rn.GetName())
 	}
 	sum := s.sumDelta(m, removed)
-	repeatable, _, changes := s.repeatable(resp.TypeURL)
-	if repeatable && sum == s.lastSum(resp.TypeURL) {
+	repeatable, _, lastSum, changes := s.repeatable(resp.TypeURL)
+	if repeatable && sum == lastSum {
 		resp.Repeat = true
 		return &decoding{resp: resp, typ: typ, nonce: m.GetNonce()}, nil
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"slices"
-	"strconv"
 	"time"
 
 	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -34,15 +33,15 @@ import (
 // lets it open.
 
 // repeatable reports whether the next response of typeURL may repeat the
-// last one, whose version it returns: that one was applied without a
+// last one, whose version and hash (incremental) it returns: that one was applied without a
 // failure and answered by an ACK, and no subscription changed since. It
 // also returns the count of the type's subscription changes (see
 // handle). Called by the receiving goroutine.
-func (s *stream) repeatable(typeURL string) (ok bool, version string, changes uint64) {
+func (s *stream) repeatable(typeURL string) (ok bool, version string, sum, changes uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.typeLocked(typeURL)
-	return st.clean && st.nack == nil && len(st.answers) == 0, st.version, st.changes
+	return st.clean && st.nack == nil && len(st.answers) == 0, st.version, st.sum, st.changes
 }
 
 // repeatsMemo reports whether a SotW response's candidates are, one for
@@ -96,8 +95,8 @@ func (s *stream) sumDelta(m *discoverypb.DeltaDiscoveryResponse, removed []strin
 		writeString(&h, r.GetVersion())
 		writeString(&h, r.GetResource().GetTypeUrl())
 		writeBytes(&h, r.GetResource().GetValue())
-		writeString(&h, strconv.FormatInt(r.GetTtl().GetSeconds(), 10))
-		writeString(&h, strconv.FormatInt(int64(r.GetTtl().GetNanos()), 10))
+		writeUint(&h, uint64(r.GetTtl().GetSeconds()))
+		writeUint(&h, uint64(r.GetTtl().GetNanos()))
 	}
 	for _, name := range removed {
 		writeString(&h, name)
@@ -109,7 +108,7 @@ func (s *stream) sumDelta(m *discoverypb.DeltaDiscoveryResponse, removed []strin
 func sumErrors(h *maphash.Hash, errs []*discoverypb.ResourceError) {
 	for _, re := range errs {
 		writeString(h, re.GetResourceName().GetName())
-		writeString(h, strconv.FormatInt(int64(re.GetErrorDetail().GetCode()), 10))
+		writeUint(h, uint64(re.GetErrorDetail().GetCode()))
 		writeString(h, re.GetErrorDetail().GetMessage())
 	}
 }
@@ -120,6 +119,11 @@ func writeBytes(h *maphash.Hash, b []byte) {
 	var n [binary.MaxVarintLen64]byte
 	h.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))])
 	h.Write(b)
+}
+
+func writeUint(h *maphash.Hash, u uint64) {
+	var n [binary.MaxVarintLen64]byte
+	h.Write(n[:binary.PutUvarint(n[:], u)])
 }
 
 func writeString(h *maphash.Hash, str string) {
@@ -232,11 +236,4 @@ func (s *stream) startAwaits() {
 			s.startTimerLocked(g, g.timeout)
 		}
 	}
-}
-
-// lastSum returns the hash of the type's last incremental response.
-func (s *stream) lastSum(typeURL string) uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.typeLocked(typeURL).sum
 }

@@ -52,7 +52,7 @@ func (sotw) read(s *stream, b []byte) (*decoding, error) {
 		return &decoding{resp: resp}, nil
 	}
 	resp.Type = typ
-	repeatable, lastVersion, changes := s.repeatable(env.typeURL)
+	repeatable, lastVersion, _, changes := s.repeatable(env.typeURL)
 	cands := candidates(len(env.resources))
 	// A bare resource of the response's type, nearly every one, is taken
 	// as it is. Resources of one type URL share its slice (rawAny), so

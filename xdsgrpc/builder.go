@@ -19,6 +19,8 @@ import (
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/types/builtin"
 	"github.com/xdsengine/xdsengine/types/cds"
+	"github.com/xdsengine/xdsengine/types/lds"
+	"github.com/xdsengine/xdsengine/types/rds"
 )
 
 // Scheme is the target scheme a Builder resolves by default:
@@ -142,7 +144,7 @@ func NewBuilder(opts Options) (*Builder, error) {
 				return nil, &codedError{code: code, err: err}
 			}
 		}
-		reg, err := Registry(opts.Policies...)
+		reg, err := Registry(opts.Policies, opts.Filters)
 		if err != nil {
 			return nil, &codedError{code: codes.Internal, err: err}
 		}
@@ -166,16 +168,37 @@ func (e *codedError) Unwrap() error              { return e.err }
 func (e *codedError) GRPCStatus() *status.Status { return status.New(e.code, e.Error()) }
 
 // Registry returns the built-in resource types, with a Cluster type that
-// accepts the given policies (ClusterType): the registry for an engine
-// whose clusters may select them.
-func Registry(policies ...Policy) (*registry.Registry, error) {
+// accepts the given policies (ClusterType), and Listener and
+// RouteConfiguration types that accept the given filters' configs
+// without is_optional (lds.NewType, rds.NewType): the registry for an
+// engine whose resources may use them. Either may be nil.
+func Registry(policies []Policy, filters []Filter) (*registry.Registry, error) {
+	runs := filterTypes(filters)
 	types := builtin.Types()
 	for i, t := range types {
-		if t.TypeURL == cds.TypeURL {
+		switch t.TypeURL {
+		case cds.TypeURL:
 			types[i] = ClusterType(policies...)
+		case lds.TypeURL:
+			types[i] = lds.NewType(lds.Options{HTTPFilter: runs})
+		case rds.TypeURL:
+			types[i] = rds.NewType(rds.Options{HTTPFilter: runs})
 		}
 	}
 	return registry.New(types...)
+}
+
+// filterTypes reports whether one of filters has a config of message
+// name typeName; nil when there are no filters.
+func filterTypes(filters []Filter) func(typeName string) bool {
+	if len(filters) == 0 {
+		return nil
+	}
+	names := make(map[string]bool, len(filters))
+	for _, f := range filters {
+		names[registry.TypeName(f.TypeURL)] = true
+	}
+	return func(typeName string) bool { return names[typeName] }
 }
 
 // Scheme returns the scheme the Builder resolves.

@@ -63,7 +63,7 @@ func TestNewBuilderErrors(t *testing.T) {
 
 func mustRegistry(t *testing.T) *registry.Registry {
 	t.Helper()
-	reg, err := xdsgrpc.Registry()
+	reg, err := xdsgrpc.Registry(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

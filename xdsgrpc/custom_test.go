@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	xdstypepb "github.com/cncf/xds/go/xds/type/v3"
 	clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -23,6 +24,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/xdsengine/xdsengine/engine"
+	"github.com/xdsengine/xdsengine/types/lds"
 	"github.com/xdsengine/xdsengine/xdsgrpc"
 	"github.com/xdsengine/xdsengine/xdstest"
 )
@@ -79,7 +81,7 @@ func TestCustomPolicy(t *testing.T) {
 	a, b, c := startBackend(t, "a"), startBackend(t, "b"), startBackend(t, "c")
 	policy := xdsgrpc.Policy{TypeURL: "type.googleapis.com/myorg.Pinned", Builder: pinnedBuilder{}}
 	srv := xdstest.NewServer(t, xdstest.Options{})
-	reg, err := xdsgrpc.Registry(policy)
+	reg, err := xdsgrpc.Registry([]xdsgrpc.Policy{policy}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,4 +195,63 @@ func structValue(a *anypb.Any, field string) (string, error) {
 		return "", err
 	}
 	return ts.GetValue().GetFields()[field].GetStringValue(), nil
+}
+
+// TestCustomFilterNotOptional: with a registry that knows the filter
+// (Registry with it), the engine accepts a Listener whose filter and a
+// route's override of it are not optional; with the built-in types, the
+// same Listener is NACKed, as gRPC's own client rejects it.
+func TestCustomFilterNotOptional(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		filters  []xdsgrpc.Filter
+		wantNACK bool
+	}{
+		{"registered", []xdsgrpc.Filter{addHeader}, false},
+		{"unknown", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := startBackend(t, "a")
+			srv := xdstest.NewServer(t, xdstest.Options{})
+			e := newEngine(t, srv, func(c *engine.Config) {
+				reg, err := xdsgrpc.Registry(nil, tc.filters)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Registry = reg
+			})
+			b := newBuilder(t, xdsgrpc.Options{Source: e, Filters: []xdsgrpc.Filter{addHeader}})
+			l := listenerWithFilter("svc", "route", "from-listener")
+			var hcm hcmpb.HttpConnectionManager
+			if err := l.ApiListener.ApiListener.UnmarshalTo(&hcm); err != nil {
+				t.Fatal(err)
+			}
+			hcm.HttpFilters[0].IsOptional = false
+			l.ApiListener.ApiListener = mustAny(&hcm)
+			overridden := toCluster(prefix("/override."), "c1")
+			overridden.TypedPerFilterConfig = map[string]*anypb.Any{"add": typedStruct(addHeader.TypeURL, map[string]any{"value": "from-route"})}
+			srv.Set(
+				xdstest.R("svc", l), xdstest.R("route", routeConfig(overridden, toCluster(prefix(""), "c1"))),
+				cluster("c1"), endpoints("c1", xdstest.Locality{Zone: "z", Endpoints: addrs(a)}),
+			)
+			cc := dial(t, b, "xdsengine:///svc")
+			if tc.wantNACK {
+				cc.Connect() // the resolver starts with the channel
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if _, err := srv.WaitForRequest(ctx, xdstest.IsNACK(lds.TypeURL)); err != nil {
+					t.Fatalf("the Listener with an unknown filter was not NACKed: %v", err)
+				}
+				return
+			}
+			for _, c := range []struct{ method, want string }{{testMethod, "from-listener"}, {"/override.Service/Call", "from-route"}} {
+				if got := spread(t, cc, 1, c.method); got["a"] != 1 {
+					t.Fatalf("RPC %s went %v", c.method, got)
+				}
+				if got := a.lastSeen().Get("x-added"); len(got) != 1 || got[0] != c.want {
+					t.Errorf("RPC %s reached the backend with x-added %q, want %q", c.method, got, c.want)
+				}
+			}
+		})
+	}
 }

@@ -35,7 +35,7 @@ func engineOn(t *testing.T, bs []byte, mutate func(*engine.Config)) *engine.Engi
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := xdsgrpc.Registry()
+	reg, err := xdsgrpc.Registry(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestCSDS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := xdsgrpc.Registry()
+	reg, err := xdsgrpc.Registry(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

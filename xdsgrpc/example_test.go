@@ -221,7 +221,7 @@ func ExamplePolicy() {
 		}}}
 	})
 	defer w.close()
-	reg, err := xdsgrpc.Registry(policy)
+	reg, err := xdsgrpc.Registry([]xdsgrpc.Policy{policy}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -370,10 +370,11 @@ func ExampleBuilder_NewClient() {
 }
 
 // Registry is the built-in resource types with a Cluster type that
-// accepts the program's policies: what an engine whose clusters select
-// them needs.
+// accepts the program's policies, and Listener and RouteConfiguration
+// types that accept its filters: what an engine whose resources use them
+// needs.
 func ExampleRegistry() {
-	reg, err := xdsgrpc.Registry(xdsgrpc.Policy{TypeURL: "type.googleapis.com/example.FirstOnly", Builder: firstOnly{}})
+	reg, err := xdsgrpc.Registry([]xdsgrpc.Policy{{TypeURL: "type.googleapis.com/example.FirstOnly", Builder: firstOnly{}}}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -23,10 +23,11 @@ import (
 // Filter is an HTTP filter of the program's own (gRFC A39): an entry of
 // the Listener's http_filters whose config has type TypeURL runs, for the
 // RPCs of every route, as a client interceptor that Build makes for that
-// route. gRPC's client rejects a Listener with a filter it does not know
-// unless the filter is marked is_optional, and so does package lds: send
-// such filters optional, and clients without them (gRPC's among them)
-// skip them.
+// route. An engine whose registry comes from Registry with the filter
+// accepts its configs, in the Listener and as a route's override,
+// without is_optional; gRPC's own clients reject a filter they do not
+// know unless it is marked is_optional, so a configuration also served to
+// them sends it optional, and they skip it.
 //
 // Filters run only on channels made with Builder.NewClient, which
 // installs the interceptors; they run after the RPC's route is chosen,

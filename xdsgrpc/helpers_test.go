@@ -167,7 +167,7 @@ func newEngine(t testing.TB, srv *xdstest.Server, mutate func(*engine.Config)) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := xdsgrpc.Registry()
+	reg, err := xdsgrpc.Registry(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

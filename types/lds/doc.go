@@ -48,6 +48,10 @@
 //	api_listener.api_listener.rds.config_source: must specify ads or self
 //	filter_chains[2].filter_chain_match: overlaps filter_chains[0] ("mesh"): both match connections with source port 8080
 //
+// [Type] knows gRPC's HTTP filters; a client that runs filters of its own
+// (package xdsgrpc's Filter) uses [NewType], whose Options.HTTPFilter
+// names them: they then need no is_optional, and run before the router.
+//
 // The client rules are those of gRFC A27 (LDS), A39 (HTTP filters), A41
 // (RBAC header settings) and A31 (max stream duration), as grpc-go v1.85
 // and gRPC C-core implement them for clients:

@@ -133,7 +133,7 @@ func isHCMType(typeURL string) bool { return registry.TypeName(typeURL) == hcmMe
 
 // validateHCM applies the rules common to a client's API listener and a
 // server's filter chain; at is the HttpConnectionManager's path.
-func validateHCM(h *HTTPConnectionManager, at string, server bool, opts registry.DecodeOptions, errs *registry.FieldErrors) {
+func (v validator) validateHCM(h *HTTPConnectionManager, at string, server bool, opts registry.DecodeOptions, errs *registry.FieldErrors) {
 	// gRFC A41: gRPC takes the peer address from the connection, so it
 	// rejects settings that would take it from headers.
 	if h.facts.xffNumTrustedHops != 0 {
@@ -167,10 +167,14 @@ func validateHCM(h *HTTPConnectionManager, at string, server bool, opts registry
 	case routeSpecifierInline:
 		// gRFC A36: RDS does not tell client and server use apart, so an
 		// inline route configuration is held to the same rules on both.
-		if err := rds.Type.Validator.Validate(h.RouteConfig, opts); err != nil {
+		if err := v.routes.Validate(h.RouteConfig, opts); err != nil {
 			errs.AddWithin(at+".route_config", err)
 		}
 	}
 
-	validateHTTPFilters(h.HTTPFilters, at, server, errs)
+	custom := v.httpFilter
+	if server {
+		custom = nil // a server's chains run gRPC's filters alone
+	}
+	validateHTTPFilters(h.HTTPFilters, at, server, custom, errs)
 }

@@ -42,11 +42,12 @@ var httpFilters = map[string]filterSupport{
 }
 
 // validateHTTPFilters applies gRFC A39 on the side that runs them: names
-// are present and unique, every filter is one that side implements unless
-// it is optional, and of the filters it runs the router, which ends every
-// chain, is last and only last. A server's RBAC configs must satisfy
-// gRFC A41. at is the HttpConnectionManager's path.
-func validateHTTPFilters(filters []HTTPFilter, at string, server bool, errs *registry.FieldErrors) {
+// are present and unique, every filter is one that side implements (or,
+// custom, one of the client's own) unless it is optional, and of the
+// filters it runs the router, which ends every chain, is last and only
+// last. A server's RBAC configs must satisfy gRFC A41. at is the
+// HttpConnectionManager's path.
+func validateHTTPFilters(filters []HTTPFilter, at string, server bool, custom func(typeName string) bool, errs *registry.FieldErrors) {
 	field := func(i int, rest string) string { return fmt.Sprintf("%s.http_filters[%d]%s", at, i, rest) }
 	side, runs := "clients", func(s filterSupport) bool { return s.client }
 	if server {
@@ -66,6 +67,9 @@ func validateHTTPFilters(filters []HTTPFilter, at string, server bool, errs *reg
 		}
 		seen[f.Name] = true
 		support, known := httpFilters[registry.TypeName(f.ConfigTypeURL)]
+		if !known && custom != nil && f.ConfigTypeURL != "" && custom(registry.TypeName(f.ConfigTypeURL)) {
+			support, known = filterSupport{client: true}, true // the client's own: not terminal
+		}
 		switch {
 		case known && runs(support):
 			run = append(run, i)
@@ -96,7 +100,7 @@ func validateHTTPFilters(filters []HTTPFilter, at string, server bool, errs *reg
 		return
 	}
 	for k, i := range run {
-		terminal := httpFilters[registry.TypeName(filters[i].ConfigTypeURL)].terminal
+		terminal := httpFilters[registry.TypeName(filters[i].ConfigTypeURL)].terminal // false for the client's own
 		last := k == len(run)-1
 		switch {
 		case terminal && !last:

@@ -16,18 +16,39 @@ import (
 // TypeURL is the type URL of envoy.config.listener.v3.Listener.
 const TypeURL = "type.googleapis.com/envoy.config.listener.v3.Listener"
 
-// Type describes Listener resources to a registry. A SotW response lists
-// every subscribed Listener that exists, so one missing from a response
-// has been deleted.
-var Type = registry.ResourceType{
-	TypeURL:                    TypeURL,
-	Name:                       "Listener",
-	AllResourcesRequiredInSotW: true,
-	Decoder:                    registry.DecoderFunc(decode),
-	NameField:                  1, // Listener.name
-	Validator:                  registry.ValidatorFunc(validate),
-	Dependencies:               registry.DependencyFunc(dependencies),
+// Options adjusts how Listener resources are validated.
+type Options struct {
+	// HTTPFilter reports whether the client runs HTTP filters whose
+	// config has the message name typeName (inside a TypedStruct, its
+	// type): such a filter of an API listener is then valid without
+	// is_optional, and runs before the router; so is its per-route
+	// override in an inline route configuration. It must be safe for
+	// concurrent use. Nil means gRPC's filters alone. A server's filter
+	// chains are held to gRPC's filters either way.
+	HTTPFilter func(typeName string) bool
 }
+
+// NewType returns a descriptor for Listener resources validated with
+// opts. Use it instead of [Type] when the client runs HTTP filters of its
+// own (and rds.NewType with the same filters for its route
+// configurations).
+func NewType(opts Options) registry.ResourceType {
+	v := validator{httpFilter: opts.HTTPFilter, routes: rds.NewType(rds.Options{HTTPFilter: opts.HTTPFilter}).Validator}
+	return registry.ResourceType{
+		TypeURL:                    TypeURL,
+		Name:                       "Listener",
+		AllResourcesRequiredInSotW: true,
+		Decoder:                    registry.DecoderFunc(decode),
+		NameField:                  1, // Listener.name
+		Validator:                  registry.ValidatorFunc(v.validate),
+		Dependencies:               registry.DependencyFunc(dependencies),
+	}
+}
+
+// Type describes Listener resources to a registry, with gRPC's HTTP
+// filters alone. A SotW response lists every subscribed Listener that
+// exists, so one missing from a response has been deleted.
+var Type = NewType(Options{})
 
 // Listener is a decoded Listener: either a client's API listener holding
 // an HttpConnectionManager (Server is nil), or a server's listener (gRFC

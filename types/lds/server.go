@@ -156,20 +156,20 @@ func convertAddress(a *corev3.Address, s *ServerListener) {
 // validateServer reports the problems found while converting and applies
 // the rules that depend on opts: inline routes, HTTP filters and
 // certificate provider names.
-func validateServer(s *ServerListener, opts registry.DecodeOptions, errs *registry.FieldErrors) {
+func (v validator) validateServer(s *ServerListener, opts registry.DecodeOptions, errs *registry.FieldErrors) {
 	s.problems.reportTo("", errs)
 	for i := range s.FilterChains {
-		validateChain(&s.FilterChains[i], fmt.Sprintf("filter_chains[%d]", i), opts, errs)
+		v.validateChain(&s.FilterChains[i], fmt.Sprintf("filter_chains[%d]", i), opts, errs)
 	}
 	if s.DefaultFilterChain != nil {
-		validateChain(s.DefaultFilterChain, "default_filter_chain", opts, errs)
+		v.validateChain(s.DefaultFilterChain, "default_filter_chain", opts, errs)
 	}
 }
 
-func validateChain(c *FilterChain, at string, opts registry.DecodeOptions, errs *registry.FieldErrors) {
+func (v validator) validateChain(c *FilterChain, at string, opts registry.DecodeOptions, errs *registry.FieldErrors) {
 	c.problems.reportTo(at, errs)
 	if c.hcmField != "" {
-		validateHCM(&c.HTTP, at+"."+c.hcmField, true, opts, errs)
+		v.validateHCM(&c.HTTP, at+"."+c.hcmField, true, opts, errs)
 	}
 	if c.TLS != nil {
 		c.TLS.checkProviders(at, opts, errs)

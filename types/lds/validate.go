@@ -6,7 +6,13 @@ import (
 	"github.com/xdsengine/xdsengine/registry"
 )
 
-func validate(r registry.Resource, opts registry.DecodeOptions) error {
+// validator validates Listeners with a type's Options.
+type validator struct {
+	httpFilter func(typeName string) bool // nil: gRPC's filters alone
+	routes     registry.Validator         // of an inline route configuration
+}
+
+func (v validator) validate(r registry.Resource, opts registry.DecodeOptions) error {
 	l, ok := r.(*Listener)
 	if !ok || l == nil {
 		return fmt.Errorf("lds: cannot validate %T, want *lds.Listener", r)
@@ -14,7 +20,7 @@ func validate(r registry.Resource, opts registry.DecodeOptions) error {
 	var errs registry.FieldErrors
 	switch {
 	case l.Server != nil:
-		validateServer(l.Server, opts, &errs)
+		v.validateServer(l.Server, opts, &errs)
 	case l.api.typeURL == "":
 		errs.Add(hcmField, "field not present")
 	case !isHCMType(l.api.typeURL):
@@ -27,7 +33,7 @@ func validate(r registry.Resource, opts registry.DecodeOptions) error {
 			MaxStreamDuration: l.MaxStreamDuration,
 			facts:             l.hcm,
 		}
-		validateHCM(&h, hcmField, false, opts, &errs)
+		v.validateHCM(&h, hcmField, false, opts, &errs)
 	}
 	return errs.Err()
 }

@@ -58,6 +58,10 @@
 // than header and filter_state "io.grpc.channel_id", and retry_on
 // conditions other than gRPC status codes, are ignored.
 //
+// [Type] accepts per-filter overrides (typed_per_filter_config) of
+// gRPC's HTTP filters; a client that runs filters of its own uses
+// [NewType], whose Options.HTTPFilter names them.
+//
 // # Servers
 //
 // RDS cannot tell whether a client or a server will use a route

@@ -17,18 +17,37 @@ import (
 // TypeURL is the type URL of envoy.config.route.v3.RouteConfiguration.
 const TypeURL = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
 
-// Type describes RouteConfiguration resources to a registry. A SotW
-// response need not repeat every subscribed RouteConfiguration, so one
-// missing from a response is not deleted.
-var Type = registry.ResourceType{
-	TypeURL:                    TypeURL,
-	Name:                       "RouteConfiguration",
-	AllResourcesRequiredInSotW: false,
-	Decoder:                    registry.DecoderFunc(decode),
-	NameField:                  1, // RouteConfiguration.name
-	Validator:                  registry.ValidatorFunc(validate),
-	Dependencies:               registry.DependencyFunc(dependencies),
+// Options adjusts how RouteConfiguration resources are validated.
+type Options struct {
+	// HTTPFilter reports whether the client runs HTTP filters whose
+	// config has the message name typeName (an
+	// envoy.config.route.v3.FilterConfig unwrapped): a per-route
+	// override (typed_per_filter_config) of such a filter is then valid
+	// without is_optional. It must be safe for concurrent use. Nil means
+	// gRPC's filters alone.
+	HTTPFilter func(typeName string) bool
 }
+
+// NewType returns a descriptor for RouteConfiguration resources
+// validated with opts. Use it instead of [Type] when the client runs HTTP
+// filters of its own.
+func NewType(opts Options) registry.ResourceType {
+	v := validator{httpFilter: opts.HTTPFilter}
+	return registry.ResourceType{
+		TypeURL:                    TypeURL,
+		Name:                       "RouteConfiguration",
+		AllResourcesRequiredInSotW: false,
+		Decoder:                    registry.DecoderFunc(decode),
+		NameField:                  1, // RouteConfiguration.name
+		Validator:                  registry.ValidatorFunc(v.validate),
+		Dependencies:               registry.DependencyFunc(dependencies),
+	}
+}
+
+// Type describes RouteConfiguration resources to a registry, with gRPC's
+// HTTP filters alone. A SotW response need not repeat every subscribed
+// RouteConfiguration, so one missing from a response is not deleted.
+var Type = NewType(Options{})
 
 // RouteConfiguration is a decoded RouteConfiguration. The engine hands the
 // same value to every watcher, so it and everything it points to must not

@@ -19,7 +19,12 @@ var overrideConfigs = map[string]string{
 	"envoy.extensions.filters.http.router.v3.Router":                  "the router filter takes no per-route config",
 }
 
-func validate(r registry.Resource, _ registry.DecodeOptions) error {
+// validator validates RouteConfigurations with a type's Options.
+type validator struct {
+	httpFilter func(typeName string) bool // nil: gRPC's filters alone
+}
+
+func (v validator) validate(r registry.Resource, _ registry.DecodeOptions) error {
 	rc, ok := r.(*RouteConfiguration)
 	if !ok || rc == nil {
 		return fmt.Errorf("rds: cannot validate %T, want *rds.RouteConfiguration", r)
@@ -27,7 +32,7 @@ func validate(r registry.Resource, _ registry.DecodeOptions) error {
 	var errs registry.FieldErrors
 	plugins := validatePlugins(rc.ClusterSpecifierPlugins, &errs)
 	for i := range rc.VirtualHosts {
-		validateVirtualHost(&rc.VirtualHosts[i], i, plugins, &errs)
+		v.validateVirtualHost(&rc.VirtualHosts[i], i, plugins, &errs)
 	}
 	return errs.Err()
 }
@@ -56,7 +61,7 @@ func validatePlugins(plugins []ClusterSpecifierPlugin, errs *registry.FieldError
 	return names
 }
 
-func validateVirtualHost(vh *VirtualHost, i int, plugins map[string]bool, errs *registry.FieldErrors) {
+func (v validator) validateVirtualHost(vh *VirtualHost, i int, plugins map[string]bool, errs *registry.FieldErrors) {
 	at := func(rest string) string { return fmt.Sprintf("virtual_hosts[%d].%s", i, rest) }
 	if len(vh.Domains) == 0 {
 		errs.Add(at("domains"), "must be non-empty")
@@ -70,19 +75,19 @@ func validateVirtualHost(vh *VirtualHost, i int, plugins map[string]bool, errs *
 		validateRetryPolicy(vh.RetryPolicy, func() string { return at("retry_policy") }, errs)
 	}
 	if len(vh.FilterOverrides) > 0 {
-		validateFilterOverrides(vh.FilterOverrides, func() string { return at("typed_per_filter_config") }, errs)
+		v.validateFilterOverrides(vh.FilterOverrides, func() string { return at("typed_per_filter_config") }, errs)
 	}
 	for j := range vh.Routes {
 		r := &vh.Routes[j]
-		validateRoute(r, func(rest string) string { return at(fmt.Sprintf("routes[%d].%s", r.index, rest)) }, plugins, errs)
+		v.validateRoute(r, func(rest string) string { return at(fmt.Sprintf("routes[%d].%s", r.index, rest)) }, plugins, errs)
 	}
 }
 
-func validateRoute(r *Route, at func(rest string) string, plugins map[string]bool, errs *registry.FieldErrors) {
+func (v validator) validateRoute(r *Route, at func(rest string) string, plugins map[string]bool, errs *registry.FieldErrors) {
 	validateMatch(&r.Match, at, errs)
-	validateAction(&r.Action, at, plugins, errs)
+	v.validateAction(&r.Action, at, plugins, errs)
 	if len(r.FilterOverrides) > 0 {
-		validateFilterOverrides(r.FilterOverrides, func() string { return at("typed_per_filter_config") }, errs)
+		v.validateFilterOverrides(r.FilterOverrides, func() string { return at("typed_per_filter_config") }, errs)
 	}
 }
 
@@ -119,14 +124,14 @@ func validateMatch(m *RouteMatch, at func(rest string) string, errs *registry.Fi
 	}
 }
 
-func validateAction(a *RouteAction, at func(rest string) string, plugins map[string]bool, errs *registry.FieldErrors) {
+func (v validator) validateAction(a *RouteAction, at func(rest string) string, plugins map[string]bool, errs *registry.FieldErrors) {
 	switch a.Kind {
 	case ActionCluster:
 		if a.Cluster == "" {
 			errs.Add(at("route.cluster"), "must be non-empty")
 		}
 	case ActionWeightedClusters:
-		validateWeightedClusters(a.WeightedClusters, at, errs)
+		v.validateWeightedClusters(a.WeightedClusters, at, errs)
 	case ActionClusterSpecifierPlugin:
 		switch {
 		case a.ClusterSpecifierPlugin == "":
@@ -153,7 +158,7 @@ func validateAction(a *RouteAction, at func(rest string) string, plugins map[str
 // validateWeightedClusters follows gRFC A28 as implemented: the deprecated
 // total_weight is ignored, zero weights drop a cluster, and the sum must
 // be positive and fit in 32 bits.
-func validateWeightedClusters(clusters []WeightedCluster, at func(rest string) string, errs *registry.FieldErrors) {
+func (v validator) validateWeightedClusters(clusters []WeightedCluster, at func(rest string) string, errs *registry.FieldErrors) {
 	var total uint64
 	for k := range clusters {
 		wc := &clusters[k]
@@ -162,7 +167,7 @@ func validateWeightedClusters(clusters []WeightedCluster, at func(rest string) s
 		}
 		total += uint64(wc.Weight)
 		if len(wc.FilterOverrides) > 0 {
-			validateFilterOverrides(wc.FilterOverrides, func() string {
+			v.validateFilterOverrides(wc.FilterOverrides, func() string {
 				return at(fmt.Sprintf("route.weighted_clusters.clusters[%d].typed_per_filter_config", k))
 			}, errs)
 		}
@@ -205,7 +210,7 @@ func validateRetryPolicy(p *RetryPolicy, at func() string, errs *registry.FieldE
 	}
 }
 
-func validateFilterOverrides(overrides []FilterOverride, at func() string, errs *registry.FieldErrors) {
+func (v validator) validateFilterOverrides(overrides []FilterOverride, at func() string, errs *registry.FieldErrors) {
 	for _, o := range overrides {
 		if o.Name == "" {
 			errs.Add(at()+bracket(o.Name), "filter name must be non-empty")
@@ -215,6 +220,7 @@ func validateFilterOverrides(overrides []FilterOverride, at func() string, errs 
 		case problem != "":
 			errs.Add(at()+bracket(o.Name), problem)
 		case known || o.Optional:
+		case v.httpFilter != nil && o.ConfigTypeURL != "" && v.httpFilter(registry.TypeName(o.ConfigTypeURL)):
 		case o.ConfigTypeURL == "":
 			errs.Add(at()+bracket(o.Name), "config not present")
 		default:

@@ -29,7 +29,7 @@ func oneCluster(bs ...*testBackend) []xdstest.Resource {
 }
 
 // engineOn is an engine with the bootstrap bs (JSON).
-func engineOn(t *testing.T, bs []byte, mutate func(*engine.Config)) *engine.Engine {
+func engineOn(t testing.TB, bs []byte, mutate func(*engine.Config)) *engine.Engine {
 	t.Helper()
 	parsed, err := bootstrap.Parse(bs)
 	if err != nil {

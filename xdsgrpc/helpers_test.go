@@ -22,9 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
-	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/xdsgrpc"
 	"github.com/xdsengine/xdsengine/xdstest"
 )
@@ -163,25 +161,7 @@ func waitForBackend(t testing.TB, cc *grpc.ClientConn, want string, md ...string
 // the test ends.
 func newEngine(t testing.TB, srv *xdstest.Server, mutate func(*engine.Config)) *engine.Engine {
 	t.Helper()
-	bs, err := bootstrap.Parse(srv.Bootstrap(xdstest.BootstrapOptions{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := xdsgrpc.Registry(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := engine.Config{Bootstrap: bs, Registry: reg, Transport: transport.GRPC(xdstest.FastReconnect),
-		Backoff: func(int) time.Duration { return 20 * time.Millisecond }}
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	e, err := engine.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
+	return engineOn(t, srv.Bootstrap(xdstest.BootstrapOptions{}), mutate)
 }
 
 // newBuilder returns a builder over src, closed when the test ends

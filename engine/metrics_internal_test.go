@@ -25,7 +25,7 @@ func TestMetricsRecorder(t *testing.T) {
 	r.add(countValid, 3, "s1", "type.googleapis.com/x.Y")
 	r.add(countInvalid, 0, "s1", "type.googleapis.com/x.Y")
 	r.add(countFailures, 1, "s1", "")
-	got := collectMetrics(t, reader)
+	got := collectMetrics(t, reader, "xds:///t")
 	want := map[string]int64{
 		MetricResourceUpdatesValid + " s1 x.Y": 3,
 		MetricServerFailure + " s1 ":           1,
@@ -41,13 +41,14 @@ func TestMetricsRecorder(t *testing.T) {
 		t.Errorf("a count of zero was recorded: %v", got)
 	}
 	open = false
-	if got := collectMetrics(t, reader); got[MetricConnected+" s1 "] != 0 || got[MetricResources+"  x.Y #old acked"] != 0 {
+	if got := collectMetrics(t, reader, "xds:///t"); got[MetricConnected+" s1 "] != 0 || got[MetricResources+"  x.Y #old acked"] != 0 {
 		t.Errorf("gauges reported after the engine closed: %v", got)
 	}
 }
 
-// collectMetrics reads every data point as "metric server type authority state".
-func collectMetrics(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
+// collectMetrics reads every data point as "metric server type
+// [authority state]", checking that each has the engine's target.
+func collectMetrics(t *testing.T, reader *sdkmetric.ManualReader, target string) map[string]int64 {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
@@ -65,7 +66,7 @@ func collectMetrics(t *testing.T, reader *sdkmetric.ManualReader) map[string]int
 			}
 			for _, p := range points {
 				label := func(k string) string { v, _ := p.Attributes.Value(attribute.Key(k)); return v.AsString() }
-				if label(LabelTarget) != "xds:///t" {
+				if label(LabelTarget) != target {
 					t.Errorf("%s: target %q", m.Name, label(LabelTarget))
 				}
 				key := m.Name + " " + label(LabelServer) + " " + label(LabelResourceType)

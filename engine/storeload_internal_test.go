@@ -11,7 +11,6 @@ import (
 	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine/storage"
@@ -182,24 +181,13 @@ func (fixedClock) AfterFunc(time.Duration, func()) (stop func() bool) {
 	return func() bool { return true }
 }
 
-// storeCounts collects the store counters' values by name, server and
-// type.
+// storeCounts is what collectMetrics reads of the store's counters.
 func storeCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && strings.Contains(m.Name, "store") {
-				for _, p := range sum.DataPoints {
-					server, _ := p.Attributes.Value(LabelServer)
-					typ, _ := p.Attributes.Value(LabelResourceType)
-					out[m.Name+" "+server.AsString()+" "+typ.AsString()] += p.Value
-				}
-			}
+	for key, n := range collectMetrics(t, reader, "") {
+		if strings.Contains(key, "store") {
+			out[key] = n
 		}
 	}
 	return out

@@ -28,28 +28,35 @@ func oneCluster(bs ...*testBackend) []xdstest.Resource {
 	return basic(routeConfig(toCluster(prefix(""), "c1")), cluster("c1"), endpoints("c1", xdstest.Locality{Zone: "z", Endpoints: addrs(bs...)}))
 }
 
-// engineOn is an engine with the bootstrap bs (JSON).
+// engineOn is an engine with the bootstrap bs (JSON), closed when the
+// test ends.
 func engineOn(t testing.TB, bs []byte, mutate func(*engine.Config)) *engine.Engine {
 	t.Helper()
-	parsed, err := bootstrap.Parse(bs)
+	e, err := startEngine(bs, mutate)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// startEngine is an engine with the bootstrap bs, the registry of
+// xdsgrpc and the transport and backoff of the tests.
+func startEngine(bs []byte, mutate func(*engine.Config)) (*engine.Engine, error) {
+	parsed, err := bootstrap.Parse(bs)
+	if err != nil {
+		return nil, err
+	}
 	reg, err := xdsgrpc.Registry(nil, nil)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cfg := engine.Config{Bootstrap: parsed, Registry: reg, Transport: transport.GRPC(xdstest.FastReconnect),
 		Backoff: func(int) time.Duration { return 20 * time.Millisecond }}
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	e, err := engine.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
+	return engine.New(cfg)
 }
 
 // TestDelta: over incremental xDS (server feature delta_xds) the channel

@@ -97,6 +97,8 @@ func TestPolicies(t *testing.T) {
 			}
 		}},
 		{"client_side_weighted_round_robin", lbPolicy(&cswrrpb.ClientSideWeightedRoundRobin{}), false, func(t *testing.T, cc *grpc.ClientConn) {
+			// Its picker has only the backends READY so far.
+			warm(t, cc, []string{"a", "b", "c"})
 			if got := spread(t, cc, 60, testMethod); len(got) != 3 {
 				t.Errorf("60 RPCs went %v, want every backend (equal weights without load reports)", got)
 			}

@@ -3,11 +3,11 @@ package xdsgrpc_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +21,11 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/xds"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/xdsgrpc"
 	"github.com/xdsengine/xdsengine/xdstest"
 )
@@ -38,10 +42,10 @@ const pushClusters = 1000
 // server has the client's ACK of every type. Each client runs in a child
 // process of its own, so that its CPU time (getrusage) and its heap are
 // its own, on a server of its own: a channel through xdsgrpc (an engine
-// beneath it), a channel through grpc-go's own xDS client, and
-// "envelope", the least an ADS client does (runEnvelopeClient). Pushes
-// go to them in blocks of ten, in turn. x-grpc-go-cpu is xdsgrpc's CPU
-// per push over grpc-go's, x-envelope-cpu over the envelope client's.
+// beneath it), a channel through grpc-go's own xDS client, and "floor",
+// the least an ADS client does (runFloorClient). Pushes go to them in
+// blocks of ten, in turn. x-grpc-go-cpu is xdsgrpc's CPU per push over
+// grpc-go's, x-floor-cpu over the floor's.
 func BenchmarkUnchangedPush(b *testing.B) {
 	config := pushConfiguration()
 	type pushed struct {
@@ -52,7 +56,7 @@ func BenchmarkUnchangedPush(b *testing.B) {
 		pushes    int
 	}
 	var clients []*pushed
-	for _, kind := range []string{"xdsgrpc", "grpc-go", "envelope"} {
+	for _, kind := range []string{"xdsgrpc", "grpc-go", "floor"} {
 		srv := xdstest.NewServer(b, xdstest.Options{Name: kind})
 		srv.Set(config...)
 		c, err := startPushClient(kind, srv.Bootstrap(xdstest.BootstrapOptions{NodeID: kind}))
@@ -105,8 +109,8 @@ func BenchmarkUnchangedPush(b *testing.B) {
 		b.ReportMetric(float64(p.wall.Nanoseconds())/float64(p.pushes), p.kind+"-ns/push")
 	}
 	b.ReportMetric(cpu["xdsgrpc"]/cpu["grpc-go"], "x-grpc-go-cpu")
-	b.ReportMetric(cpu["xdsgrpc"]/cpu["envelope"], "x-envelope-cpu")
-	b.ReportMetric(cpu["envelope"]/cpu["grpc-go"], "envelope-x-grpc-go-cpu")
+	b.ReportMetric(cpu["xdsgrpc"]/cpu["floor"], "x-floor-cpu")
+	b.ReportMetric(cpu["floor"]/cpu["grpc-go"], "floor-x-grpc-go-cpu")
 }
 
 // pushConfiguration is the pushed configuration: Listener "svc" whose
@@ -156,9 +160,9 @@ type pushClient struct {
 	once sync.Once
 }
 
-func startPushClient(kind string, bootstrap []byte) (*pushClient, error) {
+func startPushClient(kind string, bs []byte) (*pushClient, error) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), pushClientEnv+"="+kind, pushBootstrapEnv+"="+string(bootstrap))
+	cmd.Env = append(os.Environ(), pushClientEnv+"="+kind, pushBootstrapEnv+"="+string(bs))
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -214,16 +218,16 @@ func (c *pushClient) close() {
 }
 
 // runPushClient is the child: a channel to xds:///svc through the client
-// of the kind named ("xdsgrpc" or "grpc-go") on the bootstrap in the
-// environment. It replies "ok" once the channel has its configuration
+// of the kind named ("xdsgrpc" or "grpc-go"), or the floor client, on the
+// bootstrap bs. It replies "ok" once the channel has its configuration
 // (every cluster's endpoints unhealthy: TRANSIENT_FAILURE), then "ok NS"
 // to each line "cpu", NS the process's CPU time in nanoseconds.
-func runPushClient(kind string, bootstrap []byte, in io.Reader, out io.Writer) error {
+func runPushClient(kind string, bs []byte, in io.Reader, out io.Writer) error {
 	var cc *grpc.ClientConn
 	creds := grpc.WithTransportCredentials(insecure.NewCredentials())
 	switch kind {
 	case "xdsgrpc":
-		e, err := startEngine(bootstrap, nil)
+		e, err := startEngine(bs, nil)
 		if err != nil {
 			return err
 		}
@@ -237,15 +241,15 @@ func runPushClient(kind string, bootstrap []byte, in io.Reader, out io.Writer) e
 			return err
 		}
 	case "grpc-go":
-		r, err := xds.NewXDSResolverWithConfigForTesting(bootstrap)
+		r, err := xds.NewXDSResolverWithConfigForTesting(bs)
 		if err != nil {
 			return err
 		}
 		if cc, err = grpc.NewClient("xds:///svc", grpc.WithResolvers(r), creds); err != nil {
 			return err
 		}
-	case "envelope":
-		return runEnvelopeClient(bootstrap, in, out)
+	case "floor":
+		return runFloorClient(bs, in, out)
 	default:
 		return fmt.Errorf("no client %q", kind)
 	}
@@ -281,58 +285,101 @@ func answerCPU(in io.Reader, out io.Writer) error {
 	return cmds.Err()
 }
 
-// runEnvelopeClient is the least an ADS client does: it subscribes to
-// what the channels subscribe to, reads each response's envelope
-// (proto.Unmarshal of the DiscoveryResponse, every resource's bytes
-// copied, none decoded) and ACKs it. It runs until in ends, answering
-// "cpu" as runPushClient does.
-func runEnvelopeClient(bs []byte, in io.Reader, out io.Writer) error {
-	var parsed struct {
-		Servers []struct {
-			URI string `json:"server_uri"`
-		} `json:"xds_servers"`
-		Node struct {
-			ID string `json:"id"`
-		} `json:"node"`
-	}
-	if err := json.Unmarshal(bs, &parsed); err != nil || len(parsed.Servers) == 0 {
-		return fmt.Errorf("bootstrap: %v", err)
-	}
-	cc, err := grpc.NewClient(parsed.Servers[0].URI, grpc.WithTransportCredentials(insecure.NewCredentials()))
+// runFloorClient is the least an ADS client does on this push: over
+// the engine's gRPC transport it subscribes to what the channels
+// subscribe to, reads of each response only its type, version and nonce
+// (no resource is looked at), and ACKs it with a request whose names it
+// encoded once. It runs until in ends, answering "cpu" as runPushClient
+// does.
+func runFloorClient(bs []byte, in io.Reader, out io.Writer) error {
+	parsed, err := bootstrap.Parse(bs)
 	if err != nil {
 		return err
 	}
-	defer cc.Close()
+	tr, err := transport.GRPC().Build(parsed.Servers[0], transport.Options{})
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ads, err := discoverypb.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx)
+	ads, err := tr.NewStream(ctx, "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources")
 	if err != nil {
 		return err
 	}
-	clusters, assignments := make([]string, pushClusters), make([]string, pushClusters)
-	for i := range pushClusters {
-		clusters[i] = "c" + strconv.Itoa(i)
-		assignments[i] = clusters[i] + "-eds"
-	}
-	names := map[string][]string{resource.ListenerType: {"svc"}, resource.RouteType: {"route"},
-		resource.ClusterType: clusters, resource.EndpointType: assignments}
+	// subscription is a type's request without version and nonce:
+	// protobuf fields may come in any order, so an ACK is these bytes
+	// followed by the two.
+	subscription := map[string][]byte{}
 	node := &corepb.Node{Id: parsed.Node.ID}
 	for _, typeURL := range []string{resource.ListenerType, resource.RouteType, resource.ClusterType, resource.EndpointType} {
-		if err := ads.Send(&discoverypb.DiscoveryRequest{Node: node, TypeUrl: typeURL, ResourceNames: names[typeURL]}); err != nil {
+		req := &discoverypb.DiscoveryRequest{TypeUrl: typeURL}
+		switch typeURL {
+		case resource.ListenerType:
+			req.ResourceNames = []string{"svc"}
+		case resource.RouteType:
+			req.ResourceNames = []string{"route"}
+		default:
+			for i := range pushClusters {
+				name := "c" + strconv.Itoa(i)
+				if typeURL == resource.EndpointType {
+					name += "-eds"
+				}
+				req.ResourceNames = append(req.ResourceNames, name)
+			}
+		}
+		if subscription[typeURL], err = proto.Marshal(req); err != nil {
 			return err
 		}
-		node = nil
+		req.Node, node = node, nil // the stream's first request names the node
+		first, err := proto.Marshal(req)
+		if err != nil {
+			return err
+		}
+		if err := ads.Send(first); err != nil {
+			return err
+		}
 	}
 	errc := make(chan error, 1)
 	go func() {
 		for {
-			resp, err := ads.Recv()
+			b, err := ads.Recv()
 			if err != nil {
 				errc <- err
 				return
 			}
-			if err := ads.Send(&discoverypb.DiscoveryRequest{TypeUrl: resp.TypeUrl, VersionInfo: resp.VersionInfo,
-				ResponseNonce: resp.Nonce, ResourceNames: names[resp.TypeUrl]}); err != nil {
+			var typeURL, version, nonce []byte
+			for len(b) > 0 {
+				num, typ, n := protowire.ConsumeTag(b)
+				if n < 0 {
+					errc <- protowire.ParseError(n)
+					return
+				}
+				b = b[n:]
+				var v []byte
+				if typ == protowire.BytesType {
+					v, n = protowire.ConsumeBytes(b)
+				} else {
+					n = protowire.ConsumeFieldValue(num, typ, b)
+				}
+				if n < 0 {
+					errc <- protowire.ParseError(n)
+					return
+				}
+				b = b[n:]
+				switch num {
+				case 1:
+					version = v
+				case 4:
+					typeURL = v
+				case 5:
+					nonce = v
+				}
+			}
+			ack := slices.Clip(subscription[string(typeURL)])
+			ack = protowire.AppendBytes(protowire.AppendTag(ack, 1, protowire.BytesType), version)
+			ack = protowire.AppendBytes(protowire.AppendTag(ack, 5, protowire.BytesType), nonce)
+			if err := ads.Send(ack); err != nil {
 				errc <- err
 				return
 			}

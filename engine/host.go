@@ -144,8 +144,13 @@ func (c *channel) subscriptionLocked(typeURL string) wire.Subscription {
 	if len(sub.Added) > 0 {
 		sub.Timeout = c.timer.Timeout
 		keys := c.e.keysLocked(typeURL)
-		for _, name := range sub.Added {
+		for i, name := range sub.Added {
 			if _, en := keys.entry(name); en != nil && en.awaited() {
+				if sub.Awaited == nil {
+					// A burst of watches awaits nearly all it adds: the
+					// list is made once rather than grown.
+					sub.Awaited = make([]string, 0, len(sub.Added)-i)
+				}
 				sub.Awaited = append(sub.Awaited, name)
 			}
 		}

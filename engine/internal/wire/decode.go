@@ -69,6 +69,11 @@ func (s *stream) decode(resp *Response, nonce string, cands []candidate, errs []
 	d.tm.forget(forget)
 	d.tm.begin(len(cands), sotw)
 	var todo []int
+	if len(d.tm.byKey) == 0 {
+		// Nothing is known yet (a first response): every resource is
+		// decoded, and the list is made once rather than grown.
+		todo = make([]int, 0, len(cands))
+	}
 	for i := range cands {
 		c := &cands[i]
 		if c.Err != nil {

@@ -143,17 +143,22 @@ func (tm *typeMemo) lookup(m *Memo, typ *registry.ResourceType, c *candidate, i 
 	}
 	var name []byte
 	switch {
+	case c.wrapper == "" && typ.NameField == 0:
+		c.hash = maphash.Bytes(m.seed, c.Raw) // record files the entry under it
+		c.memo = tm.byHash[c.hash].orNil(c)
+		return c.memo != nil
+	case len(tm.byKey) == 0:
+		// The type's first response, or one after the memo dropped every
+		// entry: no name can be found, so none is read (a cold start's
+		// 1,000 Clusters would each be scanned for nothing).
+		return false
 	case c.wrapper != "":
 		name = []byte(c.wrapper)
-	case typ.NameField != 0:
+	default:
 		var ok bool
 		if name, ok = typ.ReadName(c.Raw); !ok {
 			return false
 		}
-	default:
-		c.hash = maphash.Bytes(m.seed, c.Raw)
-		c.memo = tm.byHash[c.hash].orNil(c)
-		return c.memo != nil
 	}
 	if at != nil && at.key == string(name) {
 		c.memo = at // its key's entry, with other bytes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"maps"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 )
@@ -119,7 +120,7 @@ func (s *stream) trackLocked(st *typeState, sub Subscription) {
 		st.clean = false
 		st.asking = st.asking || len(sub.Added) > 0
 	}
-	st.fresh = st.fresh[:0]
+	st.fresh = slices.Grow(st.fresh[:0], len(sub.Added)) // a burst's list, made once
 	st.timeout = sub.Timeout
 	if n := len(sub.Added); n > len(st.spare) {
 		st.spare = make([]subscription, n)

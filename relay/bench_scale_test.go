@@ -3,13 +3,11 @@
 package relay_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -30,6 +28,7 @@ import (
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
 	"github.com/xdsengine/xdsengine/features"
+	"github.com/xdsengine/xdsengine/internal/testutil/helperproc"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/relay/relaytest"
 	"github.com/xdsengine/xdsengine/transport"
@@ -144,12 +143,12 @@ func runScale(tc scaleCase, viaRelay bool) (scaleFigures, error) {
 		clusters = 10000
 	}
 	want := strconv.Itoa(clusters)
-	sw, err := startSwarm()
+	sw, backends, err := startSwarm()
 	if err != nil {
 		return scaleFigures{}, err
 	}
-	defer sw.close()
-	up, err := startScaleUpstream(clusters, sw.backends[0], sw.backends[1])
+	defer sw.Close()
+	up, err := startScaleUpstream(clusters, backends[0], backends[1])
 	if err != nil {
 		return scaleFigures{}, err
 	}
@@ -164,7 +163,7 @@ func runScale(tc scaleCase, viaRelay bool) (scaleFigures, error) {
 		defer r.Close()
 		// The clients go first, so that the relay's streams end before
 		// it is closed.
-		defer sw.close()
+		defer sw.Close()
 		addr = r.Addr()
 	}
 	d := "0"
@@ -177,7 +176,7 @@ func runScale(tc scaleCase, viaRelay bool) (scaleFigures, error) {
 	if tc.light == 0 {
 		first = "engines"
 	}
-	if _, err := sw.do(first, "1", addr, d, want); err != nil {
+	if _, err := sw.Do(first, "1", addr, d, want); err != nil {
 		return scaleFigures{}, err
 	}
 	base := heapAndStacks()
@@ -188,7 +187,7 @@ func runScale(tc scaleCase, viaRelay bool) (scaleFigures, error) {
 		}
 		for n > 0 {
 			batch := min(n, 100)
-			if _, err := sw.do(kind, strconv.Itoa(batch), addr, d, want); err != nil {
+			if _, err := sw.Do(kind, strconv.Itoa(batch), addr, d, want); err != nil {
 				return scaleFigures{}, err
 			}
 			n -= batch
@@ -203,7 +202,7 @@ func runScale(tc scaleCase, viaRelay bool) (scaleFigures, error) {
 		}
 	}
 	if tc.grpcgo > 0 {
-		if _, err := sw.do("grpcgo", strconv.Itoa(tc.grpcgo), addr); err != nil {
+		if _, err := sw.Do("grpcgo", strconv.Itoa(tc.grpcgo), addr); err != nil {
 			return scaleFigures{}, err
 		}
 	}
@@ -214,7 +213,7 @@ func runScale(tc scaleCase, viaRelay bool) (scaleFigures, error) {
 		if err := up.change(k); err != nil {
 			return scaleFigures{}, err
 		}
-		reply, err := sw.do("wait", strconv.FormatInt(since, 10))
+		reply, err := sw.Do("wait", strconv.FormatInt(since, 10))
 		if err != nil {
 			return scaleFigures{}, fmt.Errorf("change %d: %w", k, err)
 		}
@@ -309,67 +308,18 @@ func init() {
 	}
 }
 
-// swarm is the parent's end of a child process of clients.
-type swarm struct {
-	cmd      *exec.Cmd
-	in       io.WriteCloser
-	out      *bufio.Scanner
-	backends [2]string
-	once     sync.Once
-}
-
-func startSwarm() (*swarm, error) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), swarmEnv+"=1")
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+// startSwarm starts the child process of clients and returns it with
+// the addresses of its two backends.
+func startSwarm() (*helperproc.Process, [2]string, error) {
+	p, backends, err := helperproc.Start(swarmEnv + "=1")
 	if err != nil {
-		return nil, err
+		return nil, [2]string{}, err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
+	if len(backends) != 2 {
+		p.Close()
+		return nil, [2]string{}, fmt.Errorf("the swarm's backends: %q", backends)
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	s := &swarm{cmd: cmd, in: in, out: bufio.NewScanner(out)}
-	s.out.Buffer(nil, 1<<24)
-	reply, err := s.read()
-	if err != nil || len(reply) != 2 {
-		s.close()
-		return nil, fmt.Errorf("the swarm's backends: %v %v", reply, err)
-	}
-	copy(s.backends[:], reply)
-	return s, nil
-}
-
-func (s *swarm) read() ([]string, error) {
-	if !s.out.Scan() {
-		return nil, fmt.Errorf("the swarm ended: %v", s.out.Err())
-	}
-	f := strings.Fields(s.out.Text())
-	if len(f) == 0 || f[0] != "ok" {
-		return nil, fmt.Errorf("the swarm: %s", s.out.Text())
-	}
-	return f[1:], nil
-}
-
-// do sends a command and returns its reply.
-func (s *swarm) do(args ...string) ([]string, error) {
-	if _, err := fmt.Fprintln(s.in, strings.Join(args, " ")); err != nil {
-		return nil, err
-	}
-	return s.read()
-}
-
-// close ends the swarm, its clients closed; it may be called more than
-// once.
-func (s *swarm) close() {
-	s.once.Do(func() {
-		s.in.Close() // the swarm closes its clients and exits at the end of its input
-		_ = s.cmd.Wait()
-	})
+	return p, [2]string(backends), nil
 }
 
 // runSwarm is the child: it serves two backends (health service names
@@ -397,61 +347,50 @@ func runSwarm(in io.Reader, out io.Writer) error {
 		closers = append(closers, stop)
 		addrs = append(addrs, addr)
 	}
-	fmt.Fprintln(out, "ok", addrs[0], addrs[1])
 	logs := map[string][]*updateLog{}
 	next := 0
-	sc := bufio.NewScanner(in)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
+	return helperproc.Serve(in, out, addrs, func(f []string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		reply, err := func() (string, error) {
-			switch f[0] {
-			case "light", "engines", "grpcgo":
-				n, _ := strconv.Atoi(f[1])
-				var started []*updateLog
-				for range n {
-					next++
-					l, stop, err := startSwarmClient(f, next)
-					if err != nil {
-						return "", err
-					}
-					closers = append(closers, stop)
-					started = append(started, l)
+		defer cancel()
+		switch f[0] {
+		case "light", "engines", "grpcgo":
+			n, _ := strconv.Atoi(f[1])
+			var started []*updateLog
+			for range n {
+				next++
+				l, stop, err := startSwarmClient(f, next)
+				if err != nil {
+					return "", err
 				}
-				logs[f[0]] = append(logs[f[0]], started...)
-				return "", waitReady(ctx, started)
-			case "wait":
-				since, _ := strconv.ParseInt(f[1], 10, 64)
-				var fields []string
-				for _, kind := range slices.Sorted(func(yield func(string) bool) {
-					for k := range logs {
-						if !yield(k) {
-							return
-						}
-					}
-				}) {
-					at, err := waitUpdated(ctx, logs[kind], since)
-					if err != nil {
-						return "", fmt.Errorf("%s: %w", kind, err)
-					}
-					ts := make([]string, len(at))
-					for i, t := range at {
-						ts[i] = strconv.FormatInt(t, 10)
-					}
-					fields = append(fields, kind+"="+strings.Join(ts, ","))
-				}
-				return strings.Join(fields, " "), nil
+				closers = append(closers, stop)
+				started = append(started, l)
 			}
-			return "", fmt.Errorf("unknown command %q", f[0])
-		}()
-		cancel()
-		if err != nil {
-			fmt.Fprintln(out, "error:", strings.ReplaceAll(err.Error(), "\n", " "))
-			continue
+			logs[f[0]] = append(logs[f[0]], started...)
+			return "", waitReady(ctx, started)
+		case "wait":
+			since, _ := strconv.ParseInt(f[1], 10, 64)
+			var fields []string
+			for _, kind := range slices.Sorted(func(yield func(string) bool) {
+				for k := range logs {
+					if !yield(k) {
+						return
+					}
+				}
+			}) {
+				at, err := waitUpdated(ctx, logs[kind], since)
+				if err != nil {
+					return "", fmt.Errorf("%s: %w", kind, err)
+				}
+				ts := make([]string, len(at))
+				for i, t := range at {
+					ts[i] = strconv.FormatInt(t, 10)
+				}
+				fields = append(fields, kind+"="+strings.Join(ts, ","))
+			}
+			return strings.Join(fields, " "), nil
 		}
-		fmt.Fprintln(out, "ok", reply)
-	}
-	return sc.Err()
+		return "", fmt.Errorf("unknown command %q", f[0])
+	})
 }
 
 func startSwarmClient(f []string, i int) (*updateLog, func(), error) {

@@ -1,16 +1,12 @@
 package xdsgrpc_test
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdsengine/xdsengine/bootstrap"
+	"github.com/xdsengine/xdsengine/internal/testutil/helperproc"
 	"github.com/xdsengine/xdsengine/transport"
 	"github.com/xdsengine/xdsengine/xdsgrpc"
 	"github.com/xdsengine/xdsengine/xdstest"
@@ -51,7 +48,7 @@ func BenchmarkUnchangedPush(b *testing.B) {
 	type pushed struct {
 		kind      string
 		srv       *xdstest.Server
-		client    *pushClient
+		client    *helperproc.Process
 		cpu, wall time.Duration
 		pushes    int
 	}
@@ -63,7 +60,7 @@ func BenchmarkUnchangedPush(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer c.close()
+		defer c.Close()
 		if err := allACKed(srv); err != nil {
 			b.Fatal(err)
 		}
@@ -72,7 +69,7 @@ func BenchmarkUnchangedPush(b *testing.B) {
 
 	const block = 10
 	push := func(p *pushed) {
-		cpu0, err := p.client.cpu()
+		cpu0, err := childCPU(p.client)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -84,7 +81,7 @@ func BenchmarkUnchangedPush(b *testing.B) {
 			}
 		}
 		p.wall += time.Since(t0)
-		cpu1, err := p.client.cpu()
+		cpu1, err := childCPU(p.client)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -151,55 +148,19 @@ const (
 	pushBootstrapEnv = "XDSENGINE_XDSGRPC_PUSH_BOOTSTRAP"
 )
 
-// pushClient is the parent's end of a child process that holds one
-// client.
-type pushClient struct {
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *bufio.Scanner
-	once sync.Once
-}
-
-func startPushClient(kind string, bs []byte) (*pushClient, error) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), pushClientEnv+"="+kind, pushBootstrapEnv+"="+string(bs))
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+// startPushClient starts the child process of a client of the kind
+// named on the bootstrap bs; it returns once the client is ready.
+func startPushClient(kind string, bs []byte) (*helperproc.Process, error) {
+	p, _, err := helperproc.Start(pushClientEnv+"="+kind, pushBootstrapEnv+"="+string(bs))
 	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	c := &pushClient{cmd: cmd, in: in, out: bufio.NewScanner(out)}
-	if _, err := c.read(); err != nil {
-		c.close()
 		return nil, fmt.Errorf("client %s: %v", kind, err)
 	}
-	return c, nil
+	return p, nil
 }
 
-func (c *pushClient) read() ([]string, error) {
-	if !c.out.Scan() {
-		return nil, fmt.Errorf("the client's process ended: %v", c.out.Err())
-	}
-	f := strings.Fields(c.out.Text())
-	if len(f) == 0 || f[0] != "ok" {
-		return nil, fmt.Errorf("the client's process: %s", c.out.Text())
-	}
-	return f[1:], nil
-}
-
-// cpu returns the CPU time the client's process has used.
-func (c *pushClient) cpu() (time.Duration, error) {
-	if _, err := fmt.Fprintln(c.in, "cpu"); err != nil {
-		return 0, err
-	}
-	f, err := c.read()
+// childCPU returns the CPU time the child process has used.
+func childCPU(p *helperproc.Process) (time.Duration, error) {
+	f, err := p.Do("cpu")
 	if err != nil {
 		return 0, err
 	}
@@ -210,18 +171,12 @@ func (c *pushClient) cpu() (time.Duration, error) {
 	return time.Duration(ns), err
 }
 
-func (c *pushClient) close() {
-	c.once.Do(func() {
-		c.in.Close() // the child closes its client and exits at the end of its input
-		_ = c.cmd.Wait()
-	})
-}
-
 // runPushClient is the child: a channel to xds:///svc through the client
 // of the kind named ("xdsgrpc" or "grpc-go"), or the floor client, on the
 // bootstrap bs. It replies "ok" once the channel has its configuration
 // (every cluster's endpoints unhealthy: TRANSIENT_FAILURE), then "ok NS"
-// to each line "cpu", NS the process's CPU time in nanoseconds.
+// to each line "cpu", NS the process's CPU time in nanoseconds
+// (answerCPU).
 func runPushClient(kind string, bs []byte, in io.Reader, out io.Writer) error {
 	var cc *grpc.ClientConn
 	creds := grpc.WithTransportCredentials(insecure.NewCredentials())
@@ -262,27 +217,19 @@ func runPushClient(kind string, bs []byte, in io.Reader, out io.Writer) error {
 			return fmt.Errorf("channel %v, want TRANSIENT_FAILURE", s)
 		}
 	}
-	fmt.Fprintln(out, "ok")
-	return answerCPU(in, out)
+	return helperproc.Serve(in, out, nil, answerCPU)
 }
 
-// answerCPU replies "ok NS" to each line "cpu" of in, NS the process's
-// CPU time in nanoseconds, until in ends.
-func answerCPU(in io.Reader, out io.Writer) error {
-	cmds := bufio.NewScanner(in)
-	for cmds.Scan() {
-		if cmds.Text() != "cpu" {
-			fmt.Fprintf(out, "error: unknown command %q\n", cmds.Text())
-			continue
-		}
-		t, ok := processCPU()
-		if !ok {
-			fmt.Fprintln(out, "error: no process CPU time on this platform")
-			continue
-		}
-		fmt.Fprintln(out, "ok", t.Nanoseconds())
+// answerCPU answers "cpu" with the process's CPU time in nanoseconds.
+func answerCPU(f []string) (string, error) {
+	if f[0] != "cpu" {
+		return "", fmt.Errorf("unknown command %q", f[0])
 	}
-	return cmds.Err()
+	t, ok := processCPU()
+	if !ok {
+		return "", errors.New("no process CPU time on this platform")
+	}
+	return strconv.FormatInt(t.Nanoseconds(), 10), nil
 }
 
 // runFloorClient is the least an ADS client does on this push: over
@@ -385,8 +332,7 @@ func runFloorClient(bs []byte, in io.Reader, out io.Writer) error {
 			}
 		}
 	}()
-	fmt.Fprintln(out, "ok")
-	err = answerCPU(in, out)
+	err = helperproc.Serve(in, out, nil, answerCPU)
 	cancel()
 	<-errc
 	return err

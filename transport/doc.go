@@ -10,7 +10,8 @@
 // [GRPCWithCredentials]). It implements [ServerChecker], so that a
 // credential file that cannot be used fails engine.New rather than every
 // connection, and its streams implement [BuffersSender], so that an ACK's
-// names go out without a copy.
+// names go out without a copy, and [Recycler], so that a response is read
+// into the memory of one the engine has handled.
 //
 // One transport per server serves every xDS service on it: the engine
 // lends its own to load reporting (engine.Engine.Transport), as gRPC

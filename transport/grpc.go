@@ -100,6 +100,13 @@ type grpcStream struct {
 	maxRecv int
 }
 
+// Recycle gives msg's memory to a later Recv, of this stream or another
+// (messages.go).
+func (g grpcStream) Recycle(msg []byte) { recycleMessage(msg) }
+
+// received is what rawCodec reads a message into, in newMessage's memory.
+type received struct{ msg []byte }
+
 func (g grpcStream) Send(b []byte) error { return g.s.SendMsg(b) }
 
 // SendBuffers hands the buffers to gRPC as they are (rawCodec): gRPC
@@ -113,8 +120,8 @@ func (g grpcStream) SendBuffers(msg net.Buffers) error { return g.s.SendMsg(msg)
 func (g grpcStream) CloseSend() error { return g.s.CloseSend() }
 
 func (g grpcStream) Recv() ([]byte, error) {
-	var b []byte
-	if err := g.s.RecvMsg(&b); err != nil {
+	var r received
+	if err := g.s.RecvMsg(&r); err != nil {
 		if status.Code(err) == codes.ResourceExhausted {
 			if size, ok := oversizedMessageSize(status.Convert(err).Message()); ok {
 				return nil, &ResponseTooLargeError{Size: size, Limit: g.maxRecv, Err: err}
@@ -122,7 +129,7 @@ func (g grpcStream) Recv() ([]byte, error) {
 		}
 		return nil, err
 	}
-	return b, nil
+	return r.msg, nil
 }
 
 // grpcTooLarge matches grpc-go's message for a received message over the
@@ -163,11 +170,15 @@ func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
 }
 
 func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	p, ok := v.(*[]byte)
-	if !ok {
+	switch r := v.(type) {
+	case *[]byte:
+		*r = data.Materialize()
+	case *received:
+		r.msg = newMessage(data.Len())
+		data.CopyTo(r.msg)
+	default:
 		return fmt.Errorf("rawCodec: cannot unmarshal into %T", v)
 	}
-	*p = data.Materialize()
 	return nil
 }
 

@@ -99,6 +99,16 @@ type BuffersSender interface {
 	SendBuffers(msg net.Buffers) error
 }
 
+// Recycler is a [Stream] that can read a message into the memory of one
+// it returned before. The engine calls Recycle with each message Recv
+// returned, once it has handled it: nothing it keeps refers to a
+// message, and it never touches msg again. Recycle is called by the
+// goroutine that calls Recv, between two calls of it. The gRPC transport
+// ([GRPC]) implements it.
+type Recycler interface {
+	Recycle(msg []byte)
+}
+
 // LimitReceive returns s with Recv refusing a message over limit bytes, as
 // a *ResponseTooLargeError: for a transport that does not enforce
 // Options.MaxResponseBytes itself. A stream that takes buffers keeps
@@ -121,6 +131,13 @@ type limitedStream struct {
 type limitedBuffersStream struct {
 	limitedStream
 	BuffersSender
+}
+
+// Recycle passes msg on to the stream it wraps, if that one recycles.
+func (s limitedStream) Recycle(msg []byte) {
+	if r, ok := s.Stream.(Recycler); ok {
+		r.Recycle(msg)
+	}
 }
 
 func (s limitedStream) Recv() ([]byte, error) {

@@ -100,7 +100,8 @@ func (s *stream) decode(resp *Response, nonce string, cands []candidate, errs []
 // decodeOne decodes and validates one candidate.
 func (s *stream) decodeOne(typ *registry.ResourceType, c *candidate) {
 	// The bytes alias the whole response; the host keeps them, and must
-	// not keep the response alive with them.
+	// neither keep the response alive with them nor see them change when
+	// the transport reads another response into its memory (Recycler).
 	c.Raw = bytes.Clone(c.Raw)
 	opts := s.decodeOpts
 	opts.WrapperName = c.wrapper

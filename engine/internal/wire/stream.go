@@ -243,6 +243,11 @@ func (s *stream) recvLoop() {
 		if !s.handle(b, gate) {
 			return
 		}
+		// Nothing kept points into b (decodeOne copies what a decoder
+		// keeps): the transport may read a later response into it.
+		if r, ok := s.raw.(transport.Recycler); ok {
+			r.Recycle(b)
+		}
 		if err := s.waitForWatchers(gate); err != nil {
 			s.end(errors.Join(context.Cause(s.ctx), err))
 			return

@@ -82,16 +82,7 @@ func TestRequestBuffers(t *testing.T) {
 			if tc.sendOnly {
 				builder = sendOnlyTransport{tr}
 			}
-			e, err := engine.New(engine.Config{
-				Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer("mem")}, Node: bootstrap.Node{ID: "test"}},
-				Registry:  registry.MustNew(cds.Type),
-				Switches:  &features.Switches{},
-				Transport: builder,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.Close()
+			e := cdsEngine(t, "mem", builder)
 			const n = 3
 			c := &counter{tb: t}
 			w := c.watcher()
@@ -145,6 +136,23 @@ func (t sendOnlyTransport) NewStream(ctx context.Context, method string) (transp
 		return nil, err
 	}
 	return struct{ transport.Stream }{st}, nil
+}
+
+// cdsEngine is an engine of the Cluster type on the one server at addr,
+// reached through tr, closed when the test ends.
+func cdsEngine(t *testing.T, addr string, tr transport.Builder) *engine.Engine {
+	t.Helper()
+	e, err := engine.New(engine.Config{
+		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(addr)}, Node: bootstrap.Node{ID: "test"}},
+		Registry:  registry.MustNew(cds.Type),
+		Switches:  &features.Switches{},
+		Transport: tr,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
 }
 
 func mustMarshal(t *testing.T, m proto.Message) []byte {

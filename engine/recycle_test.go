@@ -11,7 +11,6 @@ import (
 
 	"github.com/xdsengine/xdsengine/bootstrap"
 	"github.com/xdsengine/xdsengine/engine"
-	"github.com/xdsengine/xdsengine/features"
 	"github.com/xdsengine/xdsengine/internal/testutil/scriptedads"
 	"github.com/xdsengine/xdsengine/registry"
 	"github.com/xdsengine/xdsengine/transport"
@@ -28,16 +27,7 @@ import (
 func TestRecycledResponsesKeepNothing(t *testing.T) {
 	srv := scriptedads.Start(t)
 	tr := &scribblingTransport{Builder: transport.GRPC()}
-	e, err := engine.New(engine.Config{
-		Bootstrap: &bootstrap.Bootstrap{Servers: []bootstrap.ServerConfig{bootstrap.InsecureServer(srv.Addr())}, Node: bootstrap.Node{ID: "test"}},
-		Registry:  registry.MustNew(cds.Type),
-		Switches:  &features.Switches{},
-		Transport: tr,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := cdsEngine(t, srv.Addr(), tr)
 	names := []string{"c0", "c1", "c2"}
 	got := make([]atomic.Pointer[cds.Cluster], len(names))
 	for i, name := range names {
